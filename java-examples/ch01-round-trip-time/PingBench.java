@@ -1,0 +1,85 @@
+///usr/bin/env jbang "$0" "$@" ; exit $?
+//JAVA 17+
+//DEPS redis.clients:jedis:8.0.2
+//DEPS org.slf4j:slf4j-simple:2.0.17
+//JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
+//SOURCES ../common/LabSupport.java
+
+// Chapter 1: the round trip is the cost. The same N PINGs, first one at a time (each
+// waits for its reply before the next is sent), then all in one pipeline (sent back to
+// back, replies read once at the end). The server does identical work in both modes;
+// only the number of network round trips changes: N versus about one.
+//
+//   jbang ch01-ping [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 10000 5 1)
+
+import java.util.ArrayList;
+import java.util.List;
+
+import redis.clients.jedis.BuilderFactory;
+import redis.clients.jedis.CommandArguments;
+import redis.clients.jedis.CommandObject;
+import redis.clients.jedis.Jedis;
+import redis.clients.jedis.Pipeline;
+import redis.clients.jedis.Protocol;
+import redis.clients.jedis.Response;
+
+public class PingBench {
+
+    public static void main(String[] args) {
+        LabSupport.run("ch01-ping", args, 10_000, 5, PingBench::bench);
+    }
+
+    static void bench(LabSupport.Settings s) throws Exception {
+        LabSupport.Report report = new LabSupport.Report(s)
+                .client("jedis", LabSupport.versionOf(Jedis.class, "redis.clients", "jedis", "8.0.2"));
+
+        try (Jedis jedis = LabSupport.connect(s)) {
+            // PING writes nothing, but every lab example insists on a database of its own.
+            LabSupport.requireLabOnly(jedis, s);
+            report.header(s.size() + " PINGs");
+
+            report.add("jedis_one_by_one", "jedis one by one", "PINGs",
+                    LabSupport.measure(s, null, () -> pingOneByOne(jedis, s.size()), null));
+            report.add("jedis_pipelined", "jedis pipelined", "PINGs",
+                    LabSupport.measure(s, null, () -> pingPipelined(jedis, s.size()), null));
+        }
+        report.finish();
+    }
+
+    /** N round trips: ping() blocks until its PONG is back. */
+    static void pingOneByOne(Jedis jedis, int size) {
+        for (int i = 0; i < size; i++) {
+            String reply = jedis.ping();
+            if (!"PONG".equals(reply)) {
+                throw LabSupport.failure("PING #" + i + " one by one answered '" + reply + "'");
+            }
+        }
+    }
+
+    /** One round trip (give or take socket buffers): queue every PING, then sync() reads all replies. */
+    static void pingPipelined(Jedis jedis, int size) {
+        List<Response<String>> replies = new ArrayList<>(size);
+        try (Pipeline pipeline = jedis.pipelined()) {
+            for (int i = 0; i < size; i++) {
+                replies.add(pipeline.executeCommand(ping()));
+            }
+            pipeline.sync();
+        }
+        // Reading every reply is part of a client's work, so it stays timed, as in the loop above.
+        for (int i = 0; i < size; i++) {
+            String reply = replies.get(i).get();
+            if (!"PONG".equals(reply)) {
+                throw LabSupport.failure("PING #" + i + " in the pipeline answered '" + reply + "'");
+            }
+        }
+    }
+
+    /**
+     * Jedis 8's Pipeline has no ping() helper (and sendCommand(PING) is ambiguous between its
+     * String... and byte[]... overloads), so we build the command object a helper would:
+     * the PING command plus a builder that decodes the status reply to a String.
+     */
+    private static CommandObject<String> ping() {
+        return new CommandObject<>(new CommandArguments(Protocol.Command.PING), BuilderFactory.STRING);
+    }
+}

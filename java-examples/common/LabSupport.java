@@ -1,0 +1,453 @@
+// Shared plumbing for the lab's JBang examples: arguments, the empty-database safety
+// check, timing, cleanup and the result lines. Each example pulls it in with
+//   //SOURCES ../common/LabSupport.java
+// and declares the Jedis //DEPS itself, so the version a reader sees at the top of an
+// example is the one that runs (this file compiles against that Jedis).
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+
+import redis.clients.jedis.Jedis;
+import redis.clients.jedis.Pipeline;
+import redis.clients.jedis.Response;
+import redis.clients.jedis.exceptions.JedisConnectionException;
+import redis.clients.jedis.exceptions.JedisException;
+import redis.clients.jedis.params.ScanParams;
+import redis.clients.jedis.resps.ScanResult;
+
+final class LabSupport {
+
+    /** Every key the lab writes starts with this; anything else belongs to someone else. */
+    static final String KEY_PREFIX = "pipelab:";
+
+    static final String DEFAULT_HOST = "127.0.0.1";
+    static final int DEFAULT_PORT = 16379;
+    static final int DEFAULT_WARMUP = 1;
+
+    /** Keys per UNLINK/EXISTS command when cleaning up or verifying: large enough to be quick, small enough not to block Redis. */
+    private static final int KEY_BATCH = 1000;
+
+    private LabSupport() {
+    }
+
+    /** One run's settings, parsed from the positional arguments. */
+    record Settings(String example, String host, int port, int size, int repeat, int warmup) {
+        String where() {
+            return host + ":" + port;
+        }
+    }
+
+    /** The body of an example; LabSupport.run turns its failures into exit codes. */
+    interface Body {
+        void run(Settings settings) throws Exception;
+    }
+
+    /** A unit of work for measure(); may throw so examples need no try/catch noise. */
+    interface Step {
+        void run() throws Exception;
+    }
+
+    /**
+     * Ends the example with one sentence on stderr and a chosen exit code. It is an
+     * exception rather than System.exit so that finally blocks (key cleanup, client
+     * shutdown) still run on the way out.
+     */
+    static final class Stop extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        final int exitCode;
+
+        Stop(int exitCode, String message) {
+            super(message, null, false, false); // the sentence is the report; no stack trace
+            this.exitCode = exitCode;
+        }
+    }
+
+    // ---------------------------------------------------------------- entry point
+
+    /**
+     * Parses the arguments, runs the body and exits: 0 ok, 1 failed check or unexpected
+     * error, 2 bad argument, 3 foreign keys present, 4 Redis unreachable.
+     */
+    static void run(String example, String[] args, int defaultSize, int defaultRepeat, Body body) {
+        int code = 0;
+        Settings settings = null;
+        try {
+            settings = parse(example, args, defaultSize, defaultRepeat);
+            body.run(settings);
+        } catch (Stop stop) {
+            System.out.flush();
+            System.err.println(stop.getMessage());
+            code = stop.exitCode;
+        } catch (JedisConnectionException e) {
+            // The server went away mid-run (the start-up case is handled in connect()).
+            System.out.flush();
+            System.err.println(unreachable(settings, e).getMessage());
+            code = 4;
+        } catch (Exception e) {
+            System.out.flush();
+            System.err.println(example + " failed unexpectedly:");
+            e.printStackTrace();
+            code = 1;
+        }
+        System.out.flush();
+        // Exit explicitly: client libraries may leave non-daemon threads behind.
+        System.exit(code);
+    }
+
+    // ---------------------------------------------------------------- arguments
+
+    static Settings parse(String example, String[] args, int defaultSize, int defaultRepeat) {
+        String usage = "usage: jbang " + example + " [host] [port] [size] [repeat] [warmup]"
+                + " (defaults " + DEFAULT_HOST + " " + DEFAULT_PORT + " " + defaultSize + " "
+                + defaultRepeat + " " + DEFAULT_WARMUP + ")";
+        if (args.length > 0 && (args[0].equals("-h") || args[0].equals("--help"))) {
+            System.out.println(usage);
+            System.out.flush();
+            System.exit(0);
+        }
+        if (args.length > 5) {
+            throw new Stop(2, example + ": expected at most 5 arguments but got " + args.length + "; " + usage + ".");
+        }
+        String host = args.length > 0 ? args[0].trim() : DEFAULT_HOST;
+        if (host.isEmpty()) {
+            throw new Stop(2, example + ": host must not be empty; " + usage + ".");
+        }
+        int port = intArg(example, usage, args, 1, "port", DEFAULT_PORT, 1, 65_535);
+        // Upper bounds only guard against typos that would exhaust memory or take hours.
+        int size = intArg(example, usage, args, 2, "size", defaultSize, 1, 10_000_000);
+        int repeat = intArg(example, usage, args, 3, "repeat", defaultRepeat, 1, 1_000);
+        int warmup = intArg(example, usage, args, 4, "warmup", DEFAULT_WARMUP, 0, 1_000);
+        return new Settings(example, host, port, size, repeat, warmup);
+    }
+
+    private static int intArg(String example, String usage, String[] args, int index, String name,
+                              int fallback, int min, int max) {
+        if (args.length <= index) {
+            return fallback;
+        }
+        String raw = args[index].trim().replace("_", "");
+        try {
+            int value = Integer.parseInt(raw);
+            if (value >= min && value <= max) {
+                return value;
+            }
+        } catch (NumberFormatException ignored) {
+            // reported below, with the same sentence as an out-of-range value
+        }
+        throw new Stop(2, example + ": " + name + " must be an integer from " + min + " to " + max
+                + ", not '" + args[index] + "'; " + usage + ".");
+    }
+
+    // ---------------------------------------------------------------- connection and safety
+
+    /** Opens a connection and proves it works with a PING, or stops with exit code 4. */
+    static Jedis connect(Settings s) {
+        Jedis jedis = null;
+        try {
+            jedis = new Jedis(s.host(), s.port());
+            jedis.ping();
+            return jedis;
+        } catch (JedisException e) {
+            if (jedis != null) {
+                jedis.close();
+            }
+            throw unreachable(s, e);
+        }
+    }
+
+    private static Stop unreachable(Settings s, Exception e) {
+        String where = s == null ? "the given address" : s.where();
+        return new Stop(4, "Cannot reach Redis at " + where + ": " + reason(e)
+                + ". Start the lab's Redis (make lab) or pass host and port.");
+    }
+
+    /**
+     * The innermost message is the useful one ("Connection refused", "NOAUTH ..."). Jedis
+     * hides the socket error as a suppressed exception rather than a cause, so follow both.
+     */
+    private static String reason(Throwable e) {
+        String reason = null;
+        Throwable t = e;
+        for (int depth = 0; t != null && depth < 20; depth++) {
+            String m = t.getMessage();
+            if (m != null && !m.isBlank()) {
+                reason = m.strip();
+            } else if (reason == null) {
+                reason = t.getClass().getSimpleName();
+            }
+            t = t.getCause() != null ? t.getCause()
+                    : t.getSuppressed().length > 0 ? t.getSuppressed()[0] : null;
+        }
+        return reason.endsWith(".") ? reason.substring(0, reason.length() - 1) : reason;
+    }
+
+    /**
+     * Refuses to run against a database holding keys that are not the lab's: the examples
+     * delete what they create, and we never want a benchmark anywhere near real data.
+     * SCAN (not KEYS) so a big database is walked in small steps; stops at the first
+     * foreign key.
+     */
+    static void requireLabOnly(Jedis jedis, Settings s) {
+        ScanParams params = new ScanParams().count(1000);
+        String cursor = ScanParams.SCAN_POINTER_START;
+        do {
+            ScanResult<String> page = jedis.scan(cursor, params);
+            for (String key : page.getResult()) {
+                if (!key.startsWith(KEY_PREFIX)) {
+                    String shown = key.length() > 60 ? key.substring(0, 57) + "..." : key;
+                    throw new Stop(3, "The Redis at " + s.where() + " holds keys that are not the lab's (for example '"
+                            + shown + "'); point the example at an empty Redis or database."
+                            + " The lab never deletes keys it did not create.");
+                }
+            }
+            cursor = page.getCursor();
+        } while (!ScanParams.SCAN_POINTER_START.equals(cursor)); // cursor "0" again: full pass done
+    }
+
+    // ---------------------------------------------------------------- keys
+
+    /** Builds a lab key: key("ch01", "sadd", 7) is "pipelab:ch01:sadd:7". */
+    static String key(String chapter, Object... parts) {
+        StringBuilder sb = new StringBuilder(KEY_PREFIX).append(chapter);
+        for (Object part : parts) {
+            sb.append(':').append(part);
+        }
+        return sb.toString();
+    }
+
+    /** Deletes exactly the given lab keys, a batch of names per UNLINK, all in one pipeline. */
+    static void deleteKeys(Jedis jedis, List<String> keys) {
+        for (String key : keys) {
+            if (!key.startsWith(KEY_PREFIX)) {
+                throw new IllegalArgumentException("refusing to delete non-lab key '" + key + "'");
+            }
+        }
+        try (Pipeline pipeline = jedis.pipelined()) {
+            for (int from = 0; from < keys.size(); from += KEY_BATCH) {
+                List<String> batch = keys.subList(from, Math.min(from + KEY_BATCH, keys.size()));
+                pipeline.unlink(batch.toArray(new String[0]));
+            }
+            pipeline.sync();
+        }
+    }
+
+    /**
+     * Final cleanup for a finally block. Uses a fresh connection because the example's own
+     * one may be broken (for instance a pipeline that failed half-way); a cleanup problem
+     * is reported but does not hide the error that got us here.
+     */
+    static void cleanup(Settings s, List<String> keys) {
+        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+            deleteKeys(jedis, keys);
+        } catch (RuntimeException e) {
+            System.err.println("Warning: could not delete the lab's " + keys.size() + " keys at " + s.where()
+                    + ": " + reason(e) + ".");
+        }
+    }
+
+    /** How many of the given keys exist, counted with a batch of names per EXISTS in one pipeline. */
+    static long countExisting(Jedis jedis, List<String> keys) {
+        List<Response<Long>> replies = new ArrayList<>();
+        try (Pipeline pipeline = jedis.pipelined()) {
+            for (int from = 0; from < keys.size(); from += KEY_BATCH) {
+                List<String> batch = keys.subList(from, Math.min(from + KEY_BATCH, keys.size()));
+                replies.add(pipeline.exists(batch.toArray(new String[0])));
+            }
+            pipeline.sync();
+        }
+        long total = 0;
+        for (Response<Long> reply : replies) {
+            total += reply.get();
+        }
+        return total;
+    }
+
+    /**
+     * The exception to throw when a reply or a result is not what it must be: the example
+     * fails loudly with exit code 1. Callers build the message only after the test failed,
+     * so hot loops pay nothing for it.
+     */
+    static Stop failure(String what) {
+        return new Stop(1, "Check failed: " + what + ".");
+    }
+
+    // ---------------------------------------------------------------- timing
+
+    /**
+     * Runs `warmup` unrecorded iterations (JIT, class loading, connection set-up) and then
+     * `repeat` recorded ones. `reset` runs before and `verify` after each iteration, both
+     * outside the timed region, so every iteration does the same work and only the
+     * commands are timed. Returns one sample per recorded iteration, in seconds.
+     */
+    static List<Double> measure(Settings s, Step reset, Step task, Step verify) throws Exception {
+        List<Double> samples = new ArrayList<>(s.repeat());
+        for (int i = 0; i < s.warmup() + s.repeat(); i++) {
+            if (reset != null) {
+                reset.run();
+            }
+            long start = System.nanoTime();
+            task.run();
+            long elapsed = System.nanoTime() - start;
+            if (verify != null) {
+                verify.run();
+            }
+            if (i >= s.warmup()) {
+                samples.add(elapsed / 1e9);
+            }
+        }
+        return samples;
+    }
+
+    // ---------------------------------------------------------------- versions
+
+    /**
+     * A client library's version as it is on the classpath right now: the jar manifest's
+     * Implementation-Version, else Maven's pom.properties inside the jar, else the version
+     * pinned in //DEPS.
+     */
+    static String versionOf(Class<?> anchor, String groupId, String artifactId, String pinned) {
+        Package pkg = anchor.getPackage();
+        String version = pkg == null ? null : pkg.getImplementationVersion();
+        if (version != null && !version.isBlank()) {
+            return version.strip();
+        }
+        String resource = "/META-INF/maven/" + groupId + "/" + artifactId + "/pom.properties";
+        try (InputStream in = anchor.getResourceAsStream(resource)) {
+            if (in != null) {
+                Properties props = new Properties();
+                props.load(in);
+                version = props.getProperty("version");
+                if (version != null && !version.isBlank()) {
+                    return version.strip();
+                }
+            }
+        } catch (IOException ignored) {
+            // fall through to the pinned version
+        }
+        return pinned;
+    }
+
+    // ---------------------------------------------------------------- output
+
+    /**
+     * Collects the samples of each mode, prints a readable line per mode as it goes, and
+     * at the end exactly one machine-readable line for the Python harness:
+     * PIPELAB-RESULT {"example":...,"java_version":...,"clients":{...},"size":...,
+     * "repeat":...,"warmup":...,"modes":{"mode":[seconds,...],...}}
+     */
+    static final class Report {
+        private final Settings s;
+        private final Map<String, String> clients = new LinkedHashMap<>();
+        private final Map<String, List<Double>> modes = new LinkedHashMap<>();
+        private final Map<String, String> labels = new LinkedHashMap<>();
+
+        Report(Settings s) {
+            this.s = s;
+        }
+
+        Report client(String name, String version) {
+            clients.put(name, version);
+            return this;
+        }
+
+        /** First human line: what is about to be measured, where, with what. */
+        void header(String work) {
+            StringBuilder sb = new StringBuilder();
+            clients.forEach((name, version) -> sb.append(", ").append(name).append(' ').append(version));
+            System.out.println(s.example() + ": " + work + " against " + s.where() + ", " + s.repeat()
+                    + " repetition(s) after " + s.warmup() + " warm-up (Java "
+                    + System.getProperty("java.version") + sb + ")");
+        }
+
+        /** Records a mode's samples and prints its human line (the only place a median is computed). */
+        void add(String mode, String label, String unit, List<Double> samples) {
+            modes.put(mode, List.copyOf(samples));
+            labels.put(mode, label);
+            System.out.println(String.format(Locale.ROOT, "%-20s %9d %-6s median %s s  (min %s, max %s)",
+                    label, s.size(), unit, seconds(median(samples)), seconds(Collections.min(samples)),
+                    seconds(Collections.max(samples))));
+        }
+
+        /** Human comparison against the first mode, then the single machine line. */
+        void finish() {
+            String baseline = modes.keySet().iterator().next();
+            double base = median(modes.get(baseline));
+            modes.forEach((mode, samples) -> {
+                if (!mode.equals(baseline)) {
+                    System.out.println(String.format(Locale.ROOT, "speed-up of %s over %s: %.1fx (medians)",
+                            labels.get(mode), labels.get(baseline), base / median(samples)));
+                }
+            });
+            System.out.println("PIPELAB-RESULT " + json());
+        }
+
+        String json() {
+            StringBuilder sb = new StringBuilder("{");
+            sb.append("\"example\":").append(quote(s.example()));
+            sb.append(",\"java_version\":").append(quote(System.getProperty("java.version")));
+            sb.append(",\"clients\":{");
+            String sep = "";
+            for (Map.Entry<String, String> e : clients.entrySet()) {
+                sb.append(sep).append(quote(e.getKey())).append(':').append(quote(e.getValue()));
+                sep = ",";
+            }
+            sb.append("},\"size\":").append(s.size());
+            sb.append(",\"repeat\":").append(s.repeat());
+            sb.append(",\"warmup\":").append(s.warmup());
+            sb.append(",\"modes\":{");
+            sep = "";
+            for (Map.Entry<String, List<Double>> e : modes.entrySet()) {
+                sb.append(sep).append(quote(e.getKey())).append(":[");
+                String inner = "";
+                for (double v : e.getValue()) {
+                    // Double.toString gives e.g. 0.0213 or 8.1E-4; both are valid JSON numbers.
+                    sb.append(inner).append(Double.toString(v));
+                    inner = ",";
+                }
+                sb.append(']');
+                sep = ",";
+            }
+            return sb.append("}}").toString();
+        }
+
+        private static double median(List<Double> samples) {
+            List<Double> sorted = new ArrayList<>(samples);
+            Collections.sort(sorted);
+            int n = sorted.size();
+            return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
+        }
+
+        /** Three decimals read well for seconds; tiny runs (pipelines of a few PINGs) need more. */
+        private static String seconds(double v) {
+            return String.format(Locale.ROOT, v >= 0.01 ? "%.3f" : "%.5f", v);
+        }
+
+        private static String quote(String text) {
+            StringBuilder sb = new StringBuilder("\"");
+            for (char c : text.toCharArray()) {
+                switch (c) {
+                    case '"' -> sb.append("\\\"");
+                    case '\\' -> sb.append("\\\\");
+                    case '\n' -> sb.append("\\n");
+                    case '\r' -> sb.append("\\r");
+                    case '\t' -> sb.append("\\t");
+                    default -> {
+                        if (c < 0x20) {
+                            sb.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+                        } else {
+                            sb.append(c);
+                        }
+                    }
+                }
+            }
+            return sb.append('"').toString();
+        }
+    }
+}

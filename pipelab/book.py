@@ -1,0 +1,94 @@
+"""The book build: execute every notebook against the lab's Redis, then build the site."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .errors import LabError
+from .paths import REPO, build_dir, notebooks_out_dir
+
+PARAMETERS_TAG = "parameters"
+
+
+def kernel_env() -> dict:
+    """Point Jupyter at a kernelspec for this very interpreter, so notebooks run with the lab's packages."""
+    spec_dir = build_dir() / "jupyter" / "kernels" / "python3"
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3 (pipelab)", "language": "python"}
+    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
+    return {"JUPYTER_PATH": str(build_dir() / "jupyter"), "JUPYTER_PLATFORM_DIRS": "1",
+            "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+
+
+def notebooks(only: list[str] | None = None) -> list[Path]:
+    found = sorted((REPO / "notebooks").glob("*.ipynb"))
+    if only:
+        found = [p for p in found if any(p.stem.startswith(o) for o in only)]
+        if not found:
+            raise LabError(f"No notebook matches {', '.join(only)}; see notebooks/.")
+    return found
+
+
+def inject_parameters(nb, params: dict) -> None:
+    """Papermill's convention: a cell after the one tagged 'parameters' overrides its values."""
+    import nbformat  # noqa: PLC0415
+
+    source = "\n".join(f"{k} = {v!r}" for k, v in params.items())
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": ["injected-parameters"]})
+    for i, existing in enumerate(nb.cells):
+        if PARAMETERS_TAG in existing.get("metadata", {}).get("tags", []):
+            nb.cells.insert(i + 1, cell)
+            return
+    nb.cells.insert(0, cell)
+
+
+def execute(source: Path, target: Path, params: dict, timeout: int = 3600) -> Path:
+    """Run every cell; a cell that raises fails the build, and the failing copy is kept for reading."""
+    import nbformat  # noqa: PLC0415
+    from nbclient import NotebookClient  # noqa: PLC0415
+    from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
+    from tqdm import tqdm  # noqa: PLC0415
+
+    nb = nbformat.read(source, as_version=4)
+    inject_parameters(nb, params)
+    code_cells = sum(1 for c in nb.cells if c.cell_type == "code")
+    bar = tqdm(total=code_cells, desc=source.stem, unit="cell", disable=not sys.stderr.isatty())
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(source.parent)}},
+                            on_cell_executed=lambda **_: bar.update(1))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        client.execute()
+    except CellExecutionError as err:
+        nbformat.write(nb, target)
+        summary = str(err).strip().splitlines()
+        raise LabError(f"Notebook {source.name} failed: {summary[-1] if summary else err}; "
+                       f"the partly executed copy is {target}.") from None
+    finally:
+        bar.close()
+    nbformat.write(nb, target)
+    return target
+
+
+def run_notebooks(session_env: dict, quick: bool, only: list[str] | None = None) -> list[Path]:
+    # PIPELAB_PROGRESS=0: the kernels' own bars would end up as noise in the executed pages.
+    os.environ.update(session_env, **kernel_env(), PIPELAB_PROGRESS="0")
+    done = []
+    for source in notebooks(only):
+        print(f"pipelab: executing {source.relative_to(REPO)} {'(quick mode)' if quick else ''}", flush=True)
+        done.append(execute(source, notebooks_out_dir() / source.name, {"QUICK": quick}))
+    return done
+
+
+def build_site(site_dir: Path | None = None) -> Path:
+    site_dir = site_dir or build_dir() / "site"
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
+                          cwd=REPO, capture_output=True, text=True)
+    if done.returncode != 0:
+        problems = [line for line in done.stderr.splitlines() if "WARNING" in line or "ERROR" in line]
+        raise LabError(f"mkdocs build --strict failed: {(problems or done.stderr.splitlines() or ['?'])[0]}")
+    return site_dir / "index.html"

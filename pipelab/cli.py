@@ -1,0 +1,111 @@
+"""`pipelab`: the commands behind the Makefile (make book, make lab, make serve)."""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from . import book, jbang, proxy
+from .errors import LabError, friendly
+from .lab import Session
+from .paths import REPO, build_dir
+
+
+def _term_as_interrupt(*_):
+    raise KeyboardInterrupt
+
+
+def cmd_book(args) -> int:
+    started = time.monotonic()
+    jbang.require_jdk()
+    jbang.jbang_argv(["version"])  # fetch JBang now, not in the middle of a notebook
+    with Session() as session:
+        print(f"pipelab: Redis at {session.endpoint.url} ({'started by the lab' if session.owned else 'REDIS_URL'}); "
+              f"RTT injection: {session.proxy_note}", flush=True)
+        book.run_notebooks(session.env(), quick=args.quick, only=args.only)
+    if not args.no_site:
+        index = book.build_site()
+        print(f"pipelab: site built: {index}")
+    print(f"pipelab: book done in {time.monotonic() - started:.0f} s; results in {build_dir() / 'results'}")
+    return 0
+
+
+def cmd_site(args) -> int:
+    print(f"pipelab: site built: {book.build_site()}")
+    return 0
+
+
+def _hold(session: Session, child: list[str] | None, env: dict) -> int:
+    """Keep the session up while `child` runs (or until Ctrl-C), then stop everything."""
+    if child is None:
+        print("pipelab: press Ctrl-C to stop.", flush=True)
+        while True:
+            time.sleep(3600)
+    return subprocess.run(child, cwd=REPO, env=env).returncode
+
+
+def cmd_lab(args) -> int:
+    with Session() as session:
+        env = dict(os.environ, **session.env(), **book.kernel_env())
+        print(f"pipelab: Redis at {session.endpoint.url}; RTT injection: {session.proxy_note}", flush=True)
+        if args.no_jupyter:
+            print(f"pipelab: for JBang examples: jbang ch01-ping {session.endpoint.host} {session.endpoint.port}")
+            return _hold(session, None, env)
+        return _hold(session, [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", "--no-browser",
+                               f"--ServerApp.root_dir={REPO}", "notebooks/"], env)
+
+
+def cmd_serve(args) -> int:
+    return subprocess.run([sys.executable, "-m", "mkdocs", "serve", "--dev-addr", f"127.0.0.1:{args.port}"],
+                          cwd=REPO).returncode
+
+
+def cmd_jbang(args) -> int:
+    jbang.require_jdk()
+    return subprocess.run(jbang.jbang_argv(args.args), cwd=REPO, env=jbang.jbang_env()).returncode
+
+
+def cmd_tools(args) -> int:
+    jbang.require_jdk()
+    print(f"pipelab: JBang ready ({jbang.jbang_argv(['version'])[0]})")
+    try:
+        print(f"pipelab: toxiproxy ready ({proxy.find_toxiproxy()})")
+    except proxy.ToxiproxyUnavailable as err:
+        print(f"pipelab: {err}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pipelab", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("book", help="execute the notebooks against a real Redis, then build the site")
+    b.add_argument("--quick", action="store_true", help="small sizes (what the tests use)")
+    b.add_argument("--only", nargs="*", help="notebook name prefixes, e.g. 01")
+    b.add_argument("--no-site", action="store_true", help="measure only")
+    b.set_defaults(func=cmd_book)
+    sub.add_parser("site", help="build the site from the results there are").set_defaults(func=cmd_site)
+    lab = sub.add_parser("lab", help="Redis (and toxiproxy) up, JupyterLab on the notebooks")
+    lab.add_argument("--no-jupyter", action="store_true", help="only hold Redis up, e.g. for JBang")
+    lab.set_defaults(func=cmd_lab)
+    s = sub.add_parser("serve", help="serve the site on 127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.set_defaults(func=cmd_serve)
+    j = sub.add_parser("jbang", help="run jbang (the one on PATH, or the lab's copy)")
+    j.add_argument("args", nargs=argparse.REMAINDER)
+    j.set_defaults(func=cmd_jbang)
+    sub.add_parser("tools", help="fetch JBang and build toxiproxy now").set_defaults(func=cmd_tools)
+    return p
+
+
+@friendly
+def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _term_as_interrupt)  # `kill` cleans up like Ctrl-C
+    args = parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""Running the JBang examples: find a JDK, find or fetch JBang, run an alias, read its JSON line."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import LabError
+from .measure import Measurement, show_progress
+from .paths import REPO, tools_dir
+
+JBANG_VERSION = "0.132.1"
+JBANG_SHA1 = "719c67526660a0122a126c0c99207724564968db"  # of jbang-cli-0.132.1-all.jar on Maven Central
+JBANG_URL = (f"https://repo1.maven.org/maven2/dev/jbang/jbang-cli/{JBANG_VERSION}/"
+             f"jbang-cli-{JBANG_VERSION}-all.jar")
+RESULT_MARK = "PIPELAB-RESULT "
+NO_JDK = ("No JDK 17+ found: install one (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME; "
+          "the Java examples need java and javac.")
+
+
+def java_home_bin(tool: str) -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(Path(home) / "bin" / tool, os.X_OK):
+        return str(Path(home) / "bin" / tool)
+    return shutil.which(tool)
+
+
+def java_version(java: str) -> int:
+    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not match:
+        return 0
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major  # "1.8" is Java 8
+
+
+def require_jdk() -> str:
+    """The java executable of a JDK 17+, or one sentence on what to install."""
+    java, javac = java_home_bin("java"), java_home_bin("javac")
+    if not java or not javac:
+        raise LabError(NO_JDK)
+    found = java_version(java)
+    if found < 17:
+        raise LabError(f"Java {found} found at {java}, but the examples need 17 or newer; " + NO_JDK.split(": ", 1)[1])
+    return java
+
+
+def jbang_jar() -> Path:
+    """JBang's self-contained jar from Maven Central, fetched once into build/tools and checked."""
+    jar = tools_dir() / f"jbang-cli-{JBANG_VERSION}-all.jar"
+    if jar.exists():
+        return jar
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    print(f"pipelab: fetching JBang {JBANG_VERSION} from Maven Central (once) ...", flush=True)
+    try:
+        with urllib.request.urlopen(JBANG_URL, timeout=120) as resp:
+            data = resp.read()
+    except OSError as err:
+        raise LabError(f"Could not fetch JBang from Maven Central ({err}); check the network, or install "
+                       "jbang and put it on PATH.") from None
+    if hashlib.sha1(data).hexdigest() != JBANG_SHA1:
+        raise LabError("The JBang jar fetched from Maven Central does not match its pinned checksum; try again.")
+    tmp = jar.with_suffix(".part")
+    tmp.write_bytes(data)
+    tmp.replace(jar)
+    return jar
+
+
+def jbang_env() -> dict:
+    return dict(os.environ, JBANG_NO_VERSION_CHECK="true")
+
+
+def jbang_argv(args: list[str]) -> list[str]:
+    """The command that runs `jbang ARGS`: a jbang on PATH wins, else the jar's two-step protocol.
+
+    Run from its jar, dev.jbang.Main prints the java command line and exits 255; the official
+    launcher then executes what it printed, and so do we (through bash, which reads its quoting).
+    """
+    on_path = shutil.which("jbang")
+    if on_path:
+        return [on_path, *args]
+    java = require_jdk()
+    first = subprocess.run([java, "-classpath", str(jbang_jar()), "dev.jbang.Main", *args], cwd=REPO,
+                           env=jbang_env(), capture_output=True, text=True)
+    if first.returncode == 255:
+        return ["bash", "-c", "exec " + first.stdout.strip()]
+    if first.returncode != 0:
+        raise LabError(f"jbang {' '.join(args)} failed: {_last_line(first.stderr or first.stdout)}")
+    # e.g. `jbang build`: the work is done and nothing is left to run
+    return ["true"]
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
+def jbang(args: list[str], *, quiet: bool = False) -> subprocess.CompletedProcess:
+    """Run jbang with `args` from the repo root (where jbang-catalog.json is); raise on failure."""
+    require_jdk()
+    argv = jbang_argv(args)
+    done = subprocess.run(argv, cwd=REPO, env=jbang_env(), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise LabError(f"jbang {' '.join(args)} failed: {_last_line(done.stderr or done.stdout)}")
+    if not quiet and done.stdout:
+        print(done.stdout, end="")
+    return done
+
+
+def catalog_aliases() -> dict[str, dict]:
+    return json.loads((REPO / "jbang-catalog.json").read_text())["aliases"]
+
+
+@dataclass
+class JavaRun:
+    alias: str
+    data: dict
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def clients(self) -> dict:
+        return self.data.get("clients", {})
+
+    def measurements(self) -> dict[str, Measurement]:
+        size = int(self.data["size"])
+        return {mode: Measurement(mode, size, [float(s) for s in samples], {"alias": self.alias})
+                for mode, samples in self.data["modes"].items()}
+
+
+def parse_result(stdout: str) -> dict:
+    lines = [line for line in stdout.splitlines() if line.startswith(RESULT_MARK)]
+    if len(lines) != 1:
+        raise LabError(f"A Java example printed {len(lines)} result lines instead of one; run it by hand to see why.")
+    return json.loads(lines[0][len(RESULT_MARK):])
+
+
+def run_example(alias: str, host: str, port: int, *args) -> JavaRun:
+    """Run a catalog alias against host:port with positional args; stream its lines, return its result."""
+    if alias not in catalog_aliases():
+        raise LabError(f"No JBang alias {alias!r} in jbang-catalog.json.")
+    require_jdk()
+    argv = jbang_argv([alias, host, str(port), *map(str, args)])
+    lines: list[str] = []
+    bar = None
+    if show_progress():
+        from tqdm.auto import tqdm  # noqa: PLC0415
+
+        bar = tqdm(desc=f"jbang {alias}", unit=" lines", leave=False)
+    proc = subprocess.Popen(argv, cwd=REPO, env=jbang_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line.rstrip("\n"))
+        if bar is not None:
+            bar.update(1)
+    stderr = proc.stderr.read() if proc.stderr else ""
+    proc.wait()
+    if bar is not None:
+        bar.close()
+    if proc.returncode != 0:
+        raise LabError(f"jbang {alias} exited with {proc.returncode}: {_last_line(stderr or chr(10).join(lines))}")
+    return JavaRun(alias, parse_result("\n".join(lines)), [line for line in lines if not line.startswith(RESULT_MARK)])

@@ -1,0 +1,212 @@
+"""The lab a notebook opens: a Redis to measure, an optional toxiproxy for RTT, results and Java runs.
+
+`make book` and `make lab` start one Session and hand it to every notebook kernel through the
+PIPELAB_SESSION variable; a notebook opened on its own starts (and later stops) its own.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import redis
+
+from . import envinfo, jbang, results
+from .errors import LabError
+from .measure import Measurement, measure
+from .paths import results_dir
+from .proxy import TOXIPROXY_VERSION, Toxiproxy, ToxiproxyUnavailable
+from .server import (EmbeddedRedis, Endpoint, check_ownership, delete_lab_keys, parse_url,
+                     wait_for_redis)
+
+SESSION_VAR = "PIPELAB_SESSION"
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").lower() in {"1", "true", "yes"}
+
+
+class Session:
+    """Starts what the lab needs (or attaches to REDIS_URL / TOXIPROXY_URL) and stops what it started."""
+
+    def __init__(self, *, with_proxy: bool = True, port: int | None = None):
+        self.with_proxy = with_proxy
+        self.port = port
+        self.redis: EmbeddedRedis | None = None
+        self.toxiproxy: Toxiproxy | None = None
+        self.endpoint: Endpoint | None = None
+        self.proxy_endpoint: Endpoint | None = None
+        self.proxy_note = "toxiproxy not requested"
+        self.owned = False
+
+    def start(self) -> "Session":
+        try:
+            self._start_redis()
+            if self.with_proxy:
+                self._start_proxy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_redis(self) -> None:
+        url = os.environ.get("REDIS_URL")
+        if url:
+            self.endpoint = parse_url(url)
+            client = wait_for_redis(self.endpoint, timeout=3)
+            check_ownership(client, self.endpoint.url, allow_foreign=_flag("PIPELAB_ALLOW_FOREIGN_KEYS"))
+            client.close()
+        else:
+            self.redis = EmbeddedRedis(port=self.port).start()
+            self.endpoint = self.redis.endpoint
+            self.owned = True
+
+    def _start_proxy(self) -> None:
+        try:
+            api = os.environ.get("TOXIPROXY_URL")
+            if api:
+                self.toxiproxy = Toxiproxy(api)
+                self.toxiproxy.wait(timeout=3)
+            else:
+                self.toxiproxy = Toxiproxy.start()
+            self.proxy_endpoint = self.toxiproxy.proxy_for(self.endpoint)
+            version = self.toxiproxy.version()
+            if version in {"git", "", "undefined"} and self.toxiproxy.proc is not None:
+                version = f"{TOXIPROXY_VERSION} (built from the Go module)"  # go install leaves no version stamp
+            self.proxy_note = f"toxiproxy {version}"
+        except ToxiproxyUnavailable as err:
+            if self.toxiproxy is not None:
+                self.toxiproxy.stop()
+            self.toxiproxy = None
+            self.proxy_note = str(err)
+
+    def stop(self) -> None:
+        if self.toxiproxy is not None:
+            self.toxiproxy.stop()
+            self.toxiproxy = None
+        if self.redis is not None:
+            self.redis.stop()
+            self.redis = None
+
+    def describe(self) -> dict:
+        return {"redis_url": self.endpoint.url, "owned": self.owned,
+                "toxiproxy_api": self.toxiproxy.api_url if self.toxiproxy else None,
+                "proxy_url": self.proxy_endpoint.url if self.proxy_endpoint else None,
+                "proxy_note": self.proxy_note}
+
+    def env(self) -> dict:
+        """Variables that let a child process (a notebook kernel) attach to this session."""
+        return {SESSION_VAR: json.dumps(self.describe())}
+
+    def __enter__(self) -> "Session":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+@dataclass(frozen=True)
+class Link:
+    """A way to reach Redis with a given injected RTT (0: straight to Redis on loopback)."""
+
+    endpoint: Endpoint
+    rtt_ms: float
+    via_proxy: bool
+
+    def client(self, **kwargs) -> redis.Redis:
+        return self.endpoint.client(**kwargs)
+
+
+class Lab:
+    def __init__(self, description: dict, quick: bool, session: Session | None = None):
+        self._session = session  # set only when this Lab started its own processes
+        self.endpoint = parse_url(description["redis_url"])
+        self.proxy_endpoint = parse_url(description["proxy_url"]) if description.get("proxy_url") else None
+        self.proxy_note = description.get("proxy_note", "")
+        self.toxiproxy = Toxiproxy(description["toxiproxy_api"]) if description.get("toxiproxy_api") else None
+        self.quick = quick
+        self._java_clients: dict = {}
+
+    # --- sizes and connections -------------------------------------------------------------
+    def size(self, full: int, quick: int) -> int:
+        """The full size for the book, the small one for tests (quick mode)."""
+        return quick if self.quick else full
+
+    def client(self, **kwargs) -> redis.Redis:
+        return self.endpoint.client(**kwargs)
+
+    @property
+    def rtt_available(self) -> bool:
+        return self.toxiproxy is not None and self.proxy_endpoint is not None
+
+    @contextmanager
+    def rtt(self, rtt_ms: float):
+        """Yield a Link whose round trips carry `rtt_ms` more; 0 goes straight to Redis."""
+        if rtt_ms == 0:
+            yield Link(self.endpoint, 0, False)
+            return
+        if not self.rtt_available:
+            raise LabError(f"Cannot inject {rtt_ms} ms of RTT: {self.proxy_note}")
+        self.toxiproxy.set_rtt(rtt_ms)
+        try:
+            yield Link(self.proxy_endpoint, rtt_ms, True)
+        finally:
+            self.toxiproxy.set_rtt(0)
+
+    @contextmanager
+    def proxied(self):
+        """The proxy hop with no toxic: what toxiproxy itself adds to a round trip."""
+        if not self.rtt_available:
+            raise LabError(f"No proxy: {self.proxy_note}")
+        self.toxiproxy.set_rtt(0)
+        yield Link(self.proxy_endpoint, 0, True)
+
+    # --- measuring ------------------------------------------------------------------------
+    measure = staticmethod(measure)
+
+    def java(self, alias: str, *args, link: Link | None = None) -> jbang.JavaRun:
+        target = link.endpoint if link else self.endpoint
+        run = jbang.run_example(alias, target.host, target.port, *args)
+        self._java_clients.update(run.clients)
+        self._java_clients["java"] = run.data.get("java_version")
+        return run
+
+    def environment(self, **extra) -> dict:
+        with self.client() as client:
+            return envinfo.capture(client, toxiproxy=self.proxy_note, java_clients=dict(self._java_clients),
+                                   quick_mode=self.quick, **extra)
+
+    def save(self, name: str, measurements: list[Measurement] = (), *, summary: dict | None = None,
+             params: dict | None = None, notes: list[str] | None = None, figure=None, alt: str | None = None,
+             **env_extra) -> str:
+        """Write results/<name>.json with the environment; `figure` goes beside it as <name>.png."""
+        path = results.save(name, environment=self.environment(**env_extra), measurements=list(measurements),
+                            params=params, summary=summary, notes=notes, figure_alt=alt)
+        if figure is not None:
+            figure.savefig(results_dir() / f"{name}.png")
+        return str(path)
+
+    def cleanup(self) -> int:
+        """Delete the lab's own keys (prefix pipelab:) and nothing else."""
+        with self.client() as client:
+            return delete_lab_keys(client)
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.stop()
+            self._session = None
+
+
+def open_lab(quick: bool | None = None) -> Lab:
+    """The notebook's entry point: attach to the running session, or start one for this kernel."""
+    if quick is None:
+        quick = _flag("PIPELAB_QUICK")
+    description = os.environ.get(SESSION_VAR)
+    if description:
+        return Lab(json.loads(description), quick)
+    session = Session().start()
+    lab = Lab(session.describe(), quick, session)
+    atexit.register(lab.close)
+    return lab

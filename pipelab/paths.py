@@ -1,0 +1,23 @@
+"""Where things live. Everything generated goes below build/ (or $PIPELAB_BUILD)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("PIPELAB_BUILD") or REPO / "build").resolve()
+
+
+def results_dir() -> Path:
+    return build_dir() / "results"
+
+
+def tools_dir() -> Path:
+    return Path(os.environ.get("PIPELAB_TOOLS") or REPO / "build" / "tools").resolve()
+
+
+def notebooks_out_dir() -> Path:
+    return build_dir() / "notebooks"

