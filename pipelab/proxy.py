@@ -66,7 +66,7 @@ def find_toxiproxy(build: bool = True) -> str:
     go = shutil.which("go")
     if not build or not go:
         raise ToxiproxyUnavailable("No toxiproxy: install Go (the lab builds toxiproxy from the Go module proxy), "
-                                   "put toxiproxy-server on PATH, or run docker compose up; measuring loopback only.")
+                                   "put toxiproxy-server on PATH, or use docker compose (see README).")
     target_dir.mkdir(parents=True, exist_ok=True)
     print(f"pipelab: building toxiproxy {TOXIPROXY_VERSION} with go install (once) ...", flush=True)
     env = dict(os.environ, GOBIN=str(target_dir), GOFLAGS="-modcacherw")

@@ -25,3 +25,7 @@ def ping_speedup() -> float:
 def vivo_ms_per_command() -> float:
     """vivo's one-by-one total over its 100,000 commands: the round trip each one paid."""
     return value("vivo_jedis_one_by_one_ms") / 100_000
+
+
+def vivo_pipeline_speedup() -> float:
+    return value("vivo_jedis_one_by_one_ms") / value("vivo_jedis_pipeline_ms")

@@ -85,7 +85,9 @@ def wait_for_redis(endpoint: Endpoint, timeout: float = 10.0, proc: subprocess.P
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True unless something listens there (SO_REUSEADDR, as redis-server binds: TIME_WAIT is no obstacle)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:

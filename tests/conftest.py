@@ -1,0 +1,82 @@
+"""Shared fixtures: an isolated build dir, one lab session (real Redis, real toxiproxy) for the run."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pipelab.errors import LabError
+from pipelab.lab import Lab, Session
+from pipelab.server import EmbeddedRedis, free_port
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def unavailable(reason: str):
+    """Skip on a reader's machine that lacks a tool; in CI the tool must be there."""
+    if IN_CI:
+        pytest.fail(f"CI must run this test: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_build(tmp_path_factory):
+    """Tests never overwrite the reader's build/results; JBang and toxiproxy stay shared in build/tools."""
+    build = tmp_path_factory.mktemp("build")
+    saved = {k: os.environ.get(k) for k in ("PIPELAB_BUILD", "PIPELAB_PROGRESS", "REDIS_URL", "TOXIPROXY_URL")}
+    os.environ.update(PIPELAB_BUILD=str(build), PIPELAB_PROGRESS="0")
+    os.environ.pop("REDIS_URL", None)
+    os.environ.pop("TOXIPROXY_URL", None)
+    yield build
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def session(isolated_build):
+    s = Session(port=free_port()).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def lab(session):
+    lab = Lab(session.describe(), quick=True)
+    yield lab
+    lab.cleanup()
+
+
+@pytest.fixture
+def rtt_lab(lab):
+    if not lab.rtt_available:
+        unavailable(lab.proxy_note)
+    return lab
+
+
+@pytest.fixture
+def other_redis():
+    """A second throw-away server, for tests that put foreign keys in it."""
+    with EmbeddedRedis(port=free_port()) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def jdk():
+    from pipelab.jbang import require_jdk
+
+    try:
+        return require_jdk()
+    except LabError as err:
+        unavailable(str(err))
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
+    """The `pipelab` command as a reader runs it, in a child process."""
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "pipelab", *args], env=full_env, capture_output=True,
+                          text=True, timeout=timeout)

@@ -1,0 +1,90 @@
+"""The chapter end to end: notebook in quick mode on a real Redis, results, then the strict site build."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from pipelab import book, paths, results
+from pipelab.errors import LabError
+
+CHAPTER_MD = paths.REPO / "site" / "chapters" / "01-round-trip-time.md"
+VALUE = re.compile(r"\{\{\s*([\w/.-]+)#(\w+)\s*\}\}")
+
+
+@pytest.fixture(scope="module")
+def executed(session, jdk):
+    """Run the chapter notebook once, quick mode, against the session's Redis and toxiproxy."""
+    saved = dict(os.environ)
+    try:
+        (path,) = book.run_notebooks(session.env(), quick=True, only=["01"])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return nbformat.read(path, as_version=4)
+
+
+def test_notebook_runs_without_errors(executed):
+    errors = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors
+    images = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 3, "three plots: ping-10k, sadd-100k, rtt-sweep"
+
+
+def test_every_figure_the_prose_prints_was_measured(executed):
+    wanted = VALUE.findall(CHAPTER_MD.read_text())
+    assert wanted, "the chapter uses result markers"
+    missing = [f"{name}#{key}" for name, key in wanted
+               if (results.summary_value(name, key) or {}).get("value") is None]
+    assert not missing, f"the prose prints figures the notebook did not measure: {missing}"
+
+
+def test_results_record_the_environment_and_the_claims_hold(executed):
+    ping = results.load("ch01/ping-10k")
+    env = ping["environment"]
+    assert env["redis_version"] and env["redis_py"] and env["hiredis"] and env["cpu_count"]
+    assert env["java_clients"]["jedis"] and env["quick_mode"] is True
+    assert ping["summary"]["python_speedup"]["value"] > 1 and ping["summary"]["jedis_speedup"]["value"] > 1
+    sweep = results.load("ch01/rtt-sweep")["summary"]
+    assert sweep["single_ops_at_250ms"]["value"] <= 4.2  # redis.io: at most 4 requests/s at 250 ms
+    assert sweep["pipelined_ops_at_250ms"]["value"] > 100 * sweep["single_ops_at_250ms"]["value"]
+
+
+def test_site_builds_strict_with_the_readers_figures(executed, tmp_path):
+    index = book.build_site(tmp_path / "site")
+    assert index.exists()
+    page = (tmp_path / "site" / "chapters" / "01-round-trip-time" / "index.html").read_text()
+    text = re.sub(r"<[^>]+>", "", page)  # highlighted code is split into spans
+    assert "not measured yet" not in text
+    assert "class PingBench" in text and "class SaddBench" in text, "Java included from the real files"
+    assert "def ping_pipelined" in text, "Python included from the harness"
+    assert page.count('class="tabbed-set') >= 3, "Python and Java in tabs"
+    for plot in ("ping-10k", "sadd-100k", "rtt-sweep"):
+        assert f"figures/ch01/{plot}.png" in page
+        assert (tmp_path / "site" / "figures" / "ch01" / f"{plot}.png").exists()
+    notebook_page = (tmp_path / "site" / "chapters" / "01-round-trip-time-notebook" / "index.html").read_text()
+    assert "data:image/png;base64" in notebook_page or "<img" in notebook_page
+
+
+def test_site_builds_strict_before_anything_was_measured(tmp_path):
+    env = dict(os.environ, PIPELAB_BUILD=str(tmp_path / "empty-build"))
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+                          cwd=paths.REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "site" / "chapters" / "01-round-trip-time" / "index.html").read_text()
+    assert "not measured yet" in page
+
+
+def test_a_cell_that_raises_fails_the_build(tmp_path, session):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("raise ValueError('boom in cell')")]
+    source = tmp_path / "broken.ipynb"
+    nbformat.write(nb, source)
+    os.environ.update(book.kernel_env())
+    with pytest.raises(LabError, match="boom in cell"):
+        book.execute(source, tmp_path / "out" / "broken.ipynb", {})
+    assert (tmp_path / "out" / "broken.ipynb").exists(), "the failing copy is kept for reading"

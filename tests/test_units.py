@@ -1,0 +1,122 @@
+"""The harness's pure parts: URL parsing, the toxic plan, timing, results, the report."""
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from pipelab import book, published, report, results
+from pipelab.errors import LabError
+from pipelab.jbang import parse_result
+from pipelab.measure import Measurement, measure
+from pipelab.proxy import toxic_plan
+from pipelab.server import parse_url
+
+
+def test_parse_url_reads_host_port_db_and_password():
+    ep = parse_url("redis://:s3cret@10.1.2.3:6380/4")
+    assert (ep.host, ep.port, ep.db, ep.password) == ("10.1.2.3", 6380, 4, "s3cret")
+    assert parse_url("redis://localhost").port == 6379
+
+
+@pytest.mark.parametrize("bad", ["localhost:6379", "http://127.0.0.1:6379", "redis://127.0.0.1:port",
+                                 "redis://127.0.0.1:6379/x", "redis://"])
+def test_parse_url_rejects_malformed_urls_with_one_sentence(bad):
+    with pytest.raises(LabError, match="REDIS_URL must look like redis://"):
+        parse_url(bad)
+
+
+def test_toxic_plan_splits_whole_milliseconds_over_both_directions():
+    assert toxic_plan(0) == []
+    lat = lambda rtt: {t["stream"]: t["attributes"]["latency"] for t in toxic_plan(rtt)}
+    assert lat(1) == {"upstream": 1}
+    assert lat(2) == {"upstream": 1, "downstream": 1}
+    assert lat(5) == {"upstream": 3, "downstream": 2}
+    assert lat(250) == {"upstream": 125, "downstream": 125}
+
+
+def test_toxic_plan_makes_half_a_millisecond_a_mean_with_jitter():
+    (toxic,) = toxic_plan(0.5)
+    assert toxic["attributes"] == {"latency": 1, "jitter": 1}
+
+
+@pytest.mark.parametrize("rtt", [1.5, 0.25, -1])
+def test_toxic_plan_refuses_what_toxiproxy_cannot_do(rtt):
+    with pytest.raises(LabError):
+        toxic_plan(rtt)
+
+
+def test_measure_warms_up_untimed_and_runs_setup_before_each_call():
+    calls, setups = [], []
+    m = measure("x", lambda: calls.append(1), ops=10, repeat=4, warmup=2, setup=lambda: setups.append(1))
+    assert len(calls) == len(setups) == 6
+    assert len(m.samples) == 4
+    assert m.min <= m.median <= m.max
+    assert m.ops_per_s == pytest.approx(10 / m.median)
+
+
+def test_measurement_round_trips_through_a_dict():
+    m = Measurement("a", 100, [0.3, 0.1, 0.2], {"rtt_ms": 1})
+    back = Measurement.from_dict(json.loads(json.dumps(m.to_dict())))
+    assert back.median == 0.2 and back.params == {"rtt_ms": 1} and back.per_op_us == pytest.approx(2000)
+
+
+def test_figure_formats_each_unit():
+    assert results.figure(4.73, "x")["text"] == "4.7x"
+    assert results.figure(1234.4, "ms")["text"] == "1,234 ms"
+    assert results.figure(1.5, "ms")["text"] == "1.50 ms"
+    assert results.figure(22.27, "us")["text"] == "22.3 µs"
+    assert results.figure(1.99, "ops/s")["text"] == "1.99 ops/s"
+    assert results.figure(None, "s")["text"] == "not measured"
+    with pytest.raises(ValueError):
+        results.figure(1, "parsecs")
+
+
+def _fake_results(base, quick=False, **summary):
+    env = {"redis_version": "6.2.14", "quick_mode": quick, "java_clients": {"jedis": "8.0.2"}}
+    results.save("ch01/ping-10k", environment=env, base=base,
+                 summary={k: results.figure(v, "x" if "speedup" in k else "s") for k, v in summary.items()})
+
+
+def test_report_puts_the_readers_figure_beside_the_published_one(tmp_path):
+    _fake_results(tmp_path, python_unpipelined_s=1.185238 / 2, python_speedup=9.46)
+    rows = {r["label"]: r for r in report.rows("ch01", tmp_path)}
+    one = rows["10,000 PINGs one by one (redis-py)"]
+    assert one["published"] == "1.185 s" and one["yours"] == "0.593 s"
+    assert one["ratio"] == pytest.approx(0.5)
+    speedup = rows["Pipelining speed-up, 10,000 PINGs (redis-py)"]
+    assert speedup["ratio"] == pytest.approx(9.46 / published.ping_speedup())
+    assert "redis.io" in speedup["source"]
+    assert rows["100,000 SADD, Jedis Pipeline"]["yours"] == "not measured yet"
+    table = report.markdown_table("ch01", tmp_path)
+    assert "Quick mode" not in table and "| **0.593 s** | 0.5 |" in table
+    assert "jedis 8.0.2" in report.environment_table("ch01", tmp_path)
+
+
+def test_report_flags_quick_mode(tmp_path):
+    _fake_results(tmp_path, quick=True, python_speedup=3.0)
+    assert "Quick mode" in report.markdown_table("ch01", tmp_path)
+
+
+def test_published_arithmetic():
+    assert published.vivo_ms_per_command() == pytest.approx(1.62655)
+    assert published.ping_speedup() == pytest.approx(4.726, abs=0.01)
+
+
+def test_parameters_are_injected_after_the_tagged_cell():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# t"),
+                nbformat.v4.new_code_cell("QUICK = None", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("print(QUICK)")]
+    book.inject_parameters(nb, {"QUICK": True})
+    assert nb.cells[2].source == "QUICK = True"
+    assert nb.cells[2].metadata["tags"] == ["injected-parameters"]
+
+
+def test_parse_result_needs_exactly_one_result_line():
+    assert parse_result('hello\nPIPELAB-RESULT {"size": 3}\n') == {"size": 3}
+    with pytest.raises(LabError):
+        parse_result("no result here")
+    with pytest.raises(LabError):
+        parse_result("PIPELAB-RESULT {}\nPIPELAB-RESULT {}")
