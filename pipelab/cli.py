@@ -54,8 +54,10 @@ def cmd_lab(args) -> int:
         if args.no_jupyter:
             print(f"pipelab: for JBang examples: jbang ch01-ping {session.endpoint.host} {session.endpoint.port}")
             return _hold(session, None, env)
-        return _hold(session, [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", "--no-browser",
-                               f"--ServerApp.root_dir={REPO}", "notebooks/"], env)
+        argv = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--ServerApp.root_dir={REPO}"]
+        if os.geteuid() == 0:  # containers and training VMs often run as root; Jupyter refuses unless told
+            argv.append("--allow-root")
+        return _hold(session, argv + [str(p.relative_to(REPO)) for p in book.notebooks()], env)
 
 
 def cmd_serve(args) -> int:

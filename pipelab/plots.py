@@ -23,5 +23,5 @@ def bars_with_spread(ax, measurements, *, unit: float = 1.0, ylabel: str = "seco
     ax.bar(labels, med, yerr=[low, high], capsize=4, color=colors or [COLORS["pipelined"]] * len(labels))
     ax.set_ylabel(ylabel)
     for i, value in enumerate(med):
-        ax.annotate(f"{value:,.3g}", (i, value), ha="center", va="bottom", xytext=(0, 3),
+        ax.annotate(f"{value:,.0f}" if value >= 100 else f"{value:.3g}", (i, value), ha="center", va="bottom", xytext=(0, 3),
                     textcoords="offset points", fontsize=9)

