@@ -9,7 +9,19 @@ VENV := build/venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test lab serve site tools clean
+.PHONY: book test lab serve site tools clean system-deps
+
+# Debian tools the chapters use when they can have them: redis-benchmark (redis-tools) is the
+# server's own ceiling, strace counts system calls, docker-compose v1 checks docker-compose.yml
+# without a daemon. Installed only as root with apt-get; elsewhere each use says why it skips.
+SYSTEM_TOOLS := redis-benchmark:redis-tools strace:strace docker-compose:docker-compose
+system-deps:
+	@missing=""; for pair in $(SYSTEM_TOOLS); do command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair##*:}"; done; \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "make: installing Debian packages:$$missing"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; } >/dev/null 2>&1 \
+	    || echo "make: could not install$$missing; the steps that need them will say so and skip."; \
+	fi
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
@@ -19,11 +31,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	@touch $@
 
-book: $(STAMP)
+book: $(STAMP) system-deps
 	$(BIN)/pipelab book $(if $(QUICK),--quick)
 
-test: $(STAMP)
-	@bash .ci/system-deps
+test: $(STAMP) system-deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 $(VENV)/.lab-installed: $(STAMP)

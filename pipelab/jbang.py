@@ -128,8 +128,11 @@ class JavaRun:
         return self.data.get("clients", {})
 
     def measurements(self) -> dict[str, Measurement]:
-        size = int(self.data["size"])
-        return {mode: Measurement(mode, size, [float(s) for s in samples], {"alias": self.alias})
+        """One Measurement per mode; `ops` (commands per sample) may differ by mode, `cpu_s` is the JVM's CPU."""
+        ops = self.data.get("ops", {})
+        cpu = self.data.get("cpu_s", {})
+        return {mode: Measurement(mode, int(ops.get(mode, self.data["size"])), [float(s) for s in samples],
+                                  {"alias": self.alias, "client_cpu_s": cpu.get(mode)})
                 for mode, samples in self.data["modes"].items()}
 
 

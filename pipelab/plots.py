@@ -25,3 +25,12 @@ def bars_with_spread(ax, measurements, *, unit: float = 1.0, ylabel: str = "seco
     for i, value in enumerate(med):
         ax.annotate(f"{value:,.0f}" if value >= 100 else f"{value:.3g}", (i, value), ha="center", va="bottom", xytext=(0, 3),
                     textcoords="offset points", fontsize=9)
+
+
+def depth_axis(ax) -> None:
+    """A log2 x axis for pipeline depths, labelled 1, 4, 16 ... rather than 2^n."""
+    from matplotlib.ticker import FuncFormatter  # noqa: PLC0415
+
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    ax.set_xlabel("pipeline depth (commands per batch)")

@@ -49,6 +49,16 @@ CLAIMS: dict[str, list[Claim]] = {
         Claim("Single requests/s at 250 ms RTT", "ch01/rtt-sweep", "single_ops_at_250ms", "ops/s",
               "rtt_250ms_max_rps"),
     ],
+    "ch02": [
+        Claim("Server read() calls per command, depth 1", "ch02/syscalls", "reads_per_cmd_depth1", "num",
+              "reads_per_unpipelined_command"),
+        Claim("Throughput at the plateau ÷ depth 1 (redis-py)", "ch02/depth", "redispy_gain", "x", "plateau_gain"),
+        Claim("Throughput at the plateau ÷ depth 1 (Jedis)", "ch02/depth", "jedis_gain", "x", "plateau_gain"),
+        Claim("Throughput at the plateau ÷ depth 1 (redis-benchmark)", "ch02/depth", "benchmark_gain", "x",
+              "plateau_gain"),
+        Claim("Time of one pipeline ÷ time in 10k batches (largest job)", "ch02/batches", "time_ratio", "x",
+              "batch_time_ratio"),
+    ],
 }
 
 

@@ -39,3 +39,42 @@ def inline_ping(host: str, port: int) -> bytes:
     with socket.create_connection((host, port), timeout=5) as sock:
         sock.sendall(b"PING\r\n")
         return read_replies(sock, 1)[0]
+
+
+# --8<-- [start:raw]
+def pings_one_write(sock: socket.socket, n: int) -> None:
+    sock.sendall(encode("PING") * n)  # every command in one buffer, one write
+    read_bytes(sock, len(b"+PONG\r\n") * n)
+
+
+def pings_many_writes(sock: socket.socket, n: int) -> None:
+    one = encode("PING")
+    for _ in range(n):
+        sock.sendall(one)  # still no waiting, but one write per command
+    read_bytes(sock, len(b"+PONG\r\n") * n)
+
+
+def pings_round_trips(sock: socket.socket, n: int) -> None:
+    one = encode("PING")
+    for _ in range(n):
+        sock.sendall(one)
+        read_bytes(sock, len(b"+PONG\r\n"))  # wait for each reply: no pipelining
+# --8<-- [end:raw]
+
+
+def read_bytes(sock: socket.socket, count: int) -> None:
+    """Read exactly `count` bytes (the replies), or fail if the server hangs up."""
+    view = memoryview(bytearray(count))
+    got = 0
+    while got < count:
+        n = sock.recv_into(view[got:])
+        if not n:
+            raise ConnectionError("server closed the connection")
+        got += n
+
+
+def connect(host: str, port: int) -> socket.socket:
+    """A socket as client libraries open one: TCP_NODELAY, so the kernel never holds a write back."""
+    sock = socket.create_connection((host, port), timeout=30)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock

@@ -7,7 +7,7 @@ from pathlib import Path
 from .measure import Measurement
 from .paths import results_dir
 
-UNITS = {"x", "s", "ms", "us", "ops/s", "count", "list"}
+UNITS = {"x", "s", "ms", "us", "ops/s", "count", "list", "%", "bytes", "num"}
 
 
 def figure(value, unit: str, text: str | None = None) -> dict:
@@ -22,6 +22,15 @@ def format_value(value, unit: str) -> str:
         return "not measured"
     if unit == "list":
         return ", ".join(f"{v:g}" for v in value)
+    if unit == "%":
+        return f"{value:.0f}%"
+    if unit == "num":
+        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    if unit == "bytes":
+        for size, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+            if value >= size:
+                return f"{value / size:.1f} {name}"
+        return f"{value:.0f} bytes"
     if unit == "x":
         return f"{value:.1f}x"
     if unit == "ops/s":
@@ -32,7 +41,9 @@ def format_value(value, unit: str) -> str:
         return f"{value:,.1f} µs"
     if unit == "ms":
         return f"{value:,.0f} ms" if value >= 100 else f"{value:,.2f} ms"
-    return f"{value:.3f} s"
+    if value >= 1 or value == 0:
+        return f"{value:.3f} s"
+    return format_value(value * 1e3, "ms") if value >= 1e-3 else format_value(value * 1e6, "us")
 
 
 def path_for(name: str, base: Path | None = None) -> Path:

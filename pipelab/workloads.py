@@ -1,6 +1,8 @@
 """The Python side of each benchmark: the code the site shows beside its Java twin."""
 from __future__ import annotations
 
+import time
+
 import redis
 
 
@@ -44,3 +46,52 @@ def delete_keys(r: redis.Redis, keys: list[str], batch: int = 10_000) -> None:
     """Remove exactly these keys (the benchmark's own), in pipelined batches."""
     for start in range(0, len(keys), batch):
         r.unlink(*keys[start:start + batch])
+
+
+# --8<-- [start:depth]
+def set_in_batches(r: redis.Redis, n: int, depth: int, key: str = "pipelab:ch02:set") -> None:
+    # n SETs sent `depth` at a time: one write and one wait per batch (depth 1 = a round trip each).
+    pipe = r.pipeline(transaction=False)
+    sent = 0
+    while sent < n:
+        batch = min(depth, n - sent)
+        for _ in range(batch):
+            pipe.set(key, "xxx")
+        replies = pipe.execute()
+        assert len(replies) == batch
+        sent += batch
+# --8<-- [end:depth]
+
+
+# --8<-- [start:batches]
+def get_in_batches(r: redis.Redis, n: int, batch: int, key: str) -> None:
+    # n GETs of one value; the server must hold every reply of a batch until the client reads it.
+    pipe = r.pipeline(transaction=False)
+    done = 0
+    while done < n:
+        size = min(batch, n - done)
+        for _ in range(size):
+            pipe.get(key)
+        pipe.execute()
+        done += size
+# --8<-- [end:batches]
+
+
+def ping_latencies(r: redis.Redis, n: int) -> list[float]:
+    """Seconds per PING, each timed on its own (one round trip each)."""
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        r.ping()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def pipelined_latencies(r: redis.Redis, n: int, depth: int) -> list[float]:
+    """Seconds per PING amortised over batches of `depth`: what each command costs when pipelined."""
+    out = []
+    for _ in range(n // depth):
+        start = time.perf_counter()
+        ping_pipelined(r, depth)
+        out.append((time.perf_counter() - start) / depth)
+    return out

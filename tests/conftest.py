@@ -75,6 +75,26 @@ def jdk():
         unavailable(str(err))
 
 
+@pytest.fixture(scope="session")
+def executed_notebooks(session, jdk):
+    """Every chapter notebook, executed once in quick mode against the session's Redis: {"01": nb, ...}."""
+    import nbformat
+
+    from pipelab import book
+
+    saved = dict(os.environ)
+    try:
+        paths = book.run_notebooks(session.env(), quick=True)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return {p.name[:2]: nbformat.read(p, as_version=4) for p in paths}
+
+
+def cell_errors(nb) -> list:
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+
+
 def run_cli(*args: str, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
     """The `pipelab` command as a reader runs it, in a child process."""
     full_env = dict(os.environ, **(env or {}))

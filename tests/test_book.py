@@ -11,36 +11,37 @@ import pytest
 
 from pipelab import book, paths, results
 from pipelab.errors import LabError
+from tests.conftest import cell_errors
 
-CHAPTER_MD = paths.REPO / "site" / "chapters" / "01-round-trip-time.md"
+CHAPTERS = sorted((paths.REPO / "site" / "chapters").glob("*.md"))
 VALUE = re.compile(r"\{\{\s*([\w/.-]+)#(\w+)\s*\}\}")
+PLOT = re.compile(r"<!--\s*pipelab:plot\s+([\w/.-]+)\s*-->")
 
 
 @pytest.fixture(scope="module")
-def executed(session, jdk):
-    """Run the chapter notebook once, quick mode, against the session's Redis and toxiproxy."""
-    saved = dict(os.environ)
-    try:
-        (path,) = book.run_notebooks(session.env(), quick=True, only=["01"])
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return nbformat.read(path, as_version=4)
+def executed(executed_notebooks):
+    return executed_notebooks["01"]
 
 
-def test_notebook_runs_without_errors(executed):
-    errors = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
-    assert not errors
-    images = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
-    assert len(images) == 3, "three plots: ping-10k, sadd-100k, rtt-sweep"
+def test_every_notebook_runs_without_errors(executed_notebooks):
+    assert set(executed_notebooks) == {p.name[:2] for p in (paths.REPO / "notebooks").glob("*.ipynb")}
+    for name, nb in executed_notebooks.items():
+        assert not cell_errors(nb), name
+    images = [o for c in executed_notebooks["01"].cells if c.cell_type == "code" for o in c.outputs
+              if "image/png" in o.get("data", {})]
+    assert len(images) == 3, "chapter 1 has three plots: ping-10k, sadd-100k, rtt-sweep"
 
 
-def test_every_figure_the_prose_prints_was_measured(executed):
-    wanted = VALUE.findall(CHAPTER_MD.read_text())
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_every_figure_the_prose_prints_was_measured(chapter, executed_notebooks):
+    text = chapter.read_text()
+    wanted = VALUE.findall(text)
     assert wanted, "the chapter uses result markers"
     missing = [f"{name}#{key}" for name, key in wanted
                if (results.summary_value(name, key) or {}).get("value") is None]
     assert not missing, f"the prose prints figures the notebook did not measure: {missing}"
+    plots = [name for name in PLOT.findall(text) if not (paths.results_dir() / f"{name}.png").exists()]
+    assert not plots, f"the prose shows plots the notebook did not draw: {plots}"
 
 
 def test_results_record_the_environment_and_the_claims_hold(executed):
@@ -66,8 +67,12 @@ def test_site_builds_strict_with_the_readers_figures(executed, tmp_path):
     for plot in ("ping-10k", "sadd-100k", "rtt-sweep"):
         assert f"figures/ch01/{plot}.png" in page
         assert (tmp_path / "site" / "figures" / "ch01" / f"{plot}.png").exists()
-    notebook_page = (tmp_path / "site" / "chapters" / "01-round-trip-time-notebook" / "index.html").read_text()
-    assert "data:image/png;base64" in notebook_page or "<img" in notebook_page
+    for chapter in CHAPTERS:
+        html = (tmp_path / "site" / "chapters" / chapter.stem / "index.html").read_text()
+        assert "not measured yet" not in re.sub(r"<[^>]+>", "", html), chapter.stem
+        assert "language-java" in html or "class=\"language-java" in html or "highlight" in html
+        notebook_page = (tmp_path / "site" / "chapters" / f"{chapter.stem}-notebook" / "index.html").read_text()
+        assert "data:image/png;base64" in notebook_page or "<img" in notebook_page, chapter.stem
 
 
 def test_site_builds_strict_before_anything_was_measured(tmp_path):

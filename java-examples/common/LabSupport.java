@@ -6,6 +6,8 @@
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.management.ManagementFactory;
+import java.util.AbstractList;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -13,6 +15,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
+import java.util.function.LongSupplier;
 
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.Pipeline;
@@ -281,28 +284,81 @@ final class LabSupport {
     // ---------------------------------------------------------------- timing
 
     /**
+     * The JVM's CPU time in nanoseconds, all its threads together (ours, JIT compilers, GC),
+     * or null where the platform cannot tell. On Linux it ticks in steps of 10 ms, so it is
+     * only meaningful over samples of a good fraction of a second.
+     */
+    private static final LongSupplier PROCESS_CPU_NANOS = processCpuClock();
+
+    private static LongSupplier processCpuClock() {
+        try {
+            if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
+                    && os.getProcessCpuTime() >= 0) { // -1 means "not supported here"
+                return os::getProcessCpuTime;
+            }
+        } catch (LinkageError | RuntimeException e) {
+            // a runtime without the jdk.management module: no CPU times, everything else works
+        }
+        return null;
+    }
+
+    /**
+     * The recorded iterations of one measure() call. It is the list of wall-clock seconds
+     * that measure() always returned, so existing callers need no change, and carries the
+     * client's CPU seconds for the same iterations (empty when the JVM cannot report them):
+     * CPU close to wall time means the client, not the network or the server, is the limit.
+     */
+    static final class Samples extends AbstractList<Double> {
+        final List<Double> wall;
+        final List<Double> cpu;
+
+        Samples(List<Double> wall, List<Double> cpu) {
+            this.wall = List.copyOf(wall);
+            this.cpu = List.copyOf(cpu);
+        }
+
+        @Override
+        public Double get(int index) {
+            return wall.get(index);
+        }
+
+        @Override
+        public int size() {
+            return wall.size();
+        }
+    }
+
+    /**
      * Runs `warmup` unrecorded iterations (JIT, class loading, connection set-up) and then
      * `repeat` recorded ones. `reset` runs before and `verify` after each iteration, both
      * outside the timed region, so every iteration does the same work and only the
-     * commands are timed. Returns one sample per recorded iteration, in seconds.
+     * commands are timed. Returns one sample per recorded iteration, in seconds, with the
+     * process CPU time spent in the same timed region.
      */
-    static List<Double> measure(Settings s, Step reset, Step task, Step verify) throws Exception {
-        List<Double> samples = new ArrayList<>(s.repeat());
+    static Samples measure(Settings s, Step reset, Step task, Step verify) throws Exception {
+        List<Double> wall = new ArrayList<>(s.repeat());
+        List<Double> cpu = new ArrayList<>(s.repeat());
         for (int i = 0; i < s.warmup() + s.repeat(); i++) {
             if (reset != null) {
                 reset.run();
             }
+            // The CPU readings bracket the wall-clock ones, so their own cost is not timed.
+            long cpuStart = PROCESS_CPU_NANOS == null ? 0 : PROCESS_CPU_NANOS.getAsLong();
             long start = System.nanoTime();
             task.run();
             long elapsed = System.nanoTime() - start;
+            long cpuSpent = PROCESS_CPU_NANOS == null ? 0 : PROCESS_CPU_NANOS.getAsLong() - cpuStart;
             if (verify != null) {
                 verify.run();
             }
             if (i >= s.warmup()) {
-                samples.add(elapsed / 1e9);
+                wall.add(elapsed / 1e9);
+                if (PROCESS_CPU_NANOS != null) {
+                    cpu.add(cpuSpent / 1e9);
+                }
             }
         }
-        return samples;
+        return new Samples(wall, cpu);
     }
 
     // ---------------------------------------------------------------- versions
@@ -340,13 +396,22 @@ final class LabSupport {
      * Collects the samples of each mode, prints a readable line per mode as it goes, and
      * at the end exactly one machine-readable line for the Python harness:
      * PIPELAB-RESULT {"example":...,"java_version":...,"clients":{...},"size":...,
-     * "repeat":...,"warmup":...,"modes":{"mode":[seconds,...],...}}
+     * "repeat":...,"warmup":...,"modes":{"mode":[seconds,...],...}
+     * [,"ops":{"mode":commands per sample,...}] [,"cpu_s":{"mode":[client CPU seconds,...],...}]}
+     * "ops" appears only when some mode's samples did not run `size` commands (then it lists
+     * every mode); "cpu_s" for the modes measured by measure() on a JVM that reports its CPU
+     * time, sample for sample as in "modes".
      */
     static final class Report {
+        /** Below this much measured wall time per mode the 10 ms CPU clock tick makes a CPU percentage noise. */
+        private static final double CPU_NOTE_MIN_WALL_S = 0.5;
+
         private final Settings s;
         private final Map<String, String> clients = new LinkedHashMap<>();
         private final Map<String, List<Double>> modes = new LinkedHashMap<>();
         private final Map<String, String> labels = new LinkedHashMap<>();
+        private final Map<String, Integer> ops = new LinkedHashMap<>();
+        private final Map<String, List<Double>> cpu = new LinkedHashMap<>();
 
         Report(Settings s) {
             this.s = s;
@@ -366,26 +431,49 @@ final class LabSupport {
                     + System.getProperty("java.version") + sb + ")");
         }
 
-        /** Records a mode's samples and prints its human line (the only place a median is computed). */
+        /** Records a mode whose every sample ran `size` commands. */
         void add(String mode, String label, String unit, List<Double> samples) {
-            modes.put(mode, List.copyOf(samples));
-            labels.put(mode, label);
-            System.out.println(String.format(Locale.ROOT, "%-20s %9d %-6s median %s s  (min %s, max %s)",
-                    label, s.size(), unit, seconds(median(samples)), seconds(Collections.min(samples)),
-                    seconds(Collections.max(samples))));
+            add(mode, label, unit, s.size(), samples);
         }
 
-        /** Human comparison against the first mode, then the single machine line. */
+        /**
+         * Records a mode whose samples each ran `count` commands, and prints its human line
+         * (the only place a median is computed). Samples from measure() bring their CPU times.
+         */
+        void add(String mode, String label, String unit, int count, List<Double> samples) {
+            modes.put(mode, List.copyOf(samples));
+            labels.put(mode, label);
+            ops.put(mode, count);
+            double median = median(samples);
+            String cpuNote = "";
+            if (samples instanceof Samples measured && !measured.cpu.isEmpty()) {
+                cpu.put(mode, measured.cpu);
+                double wall = sum(measured.wall);
+                if (wall >= CPU_NOTE_MIN_WALL_S) {
+                    cpuNote = String.format(Locale.ROOT, ", client CPU %.0f%% of a core", 100 * sum(measured.cpu) / wall);
+                }
+            }
+            System.out.println(String.format(Locale.ROOT, "%-20s %9d %-6s median %s s  (min %s, max %s)  %,.0f %s/s%s",
+                    label, count, unit, seconds(median), seconds(Collections.min(samples)),
+                    seconds(Collections.max(samples)), count / median, unit, cpuNote));
+        }
+
+        /** Human comparison of throughputs against the first mode, then the single machine line. */
         void finish() {
             String baseline = modes.keySet().iterator().next();
-            double base = median(modes.get(baseline));
-            modes.forEach((mode, samples) -> {
+            double base = throughput(baseline);
+            modes.keySet().forEach(mode -> {
                 if (!mode.equals(baseline)) {
                     System.out.println(String.format(Locale.ROOT, "speed-up of %s over %s: %.1fx (medians)",
-                            labels.get(mode), labels.get(baseline), base / median(samples)));
+                            labels.get(mode), labels.get(baseline), throughput(mode) / base));
                 }
             });
             System.out.println("PIPELAB-RESULT " + json());
+        }
+
+        /** Commands per second at the median; with equal counts the ratio of two is the ratio of medians. */
+        private double throughput(String mode) {
+            return ops.get(mode) / median(modes.get(mode));
         }
 
         String json() {
@@ -401,20 +489,47 @@ final class LabSupport {
             sb.append("},\"size\":").append(s.size());
             sb.append(",\"repeat\":").append(s.repeat());
             sb.append(",\"warmup\":").append(s.warmup());
-            sb.append(",\"modes\":{");
-            sep = "";
-            for (Map.Entry<String, List<Double>> e : modes.entrySet()) {
+            sb.append(",\"modes\":");
+            samplesJson(sb, modes);
+            if (ops.values().stream().anyMatch(count -> count != s.size())) {
+                sb.append(",\"ops\":{");
+                sep = "";
+                for (Map.Entry<String, Integer> e : ops.entrySet()) {
+                    sb.append(sep).append(quote(e.getKey())).append(':').append(e.getValue());
+                    sep = ",";
+                }
+                sb.append('}');
+            }
+            if (!cpu.isEmpty()) {
+                sb.append(",\"cpu_s\":");
+                samplesJson(sb, cpu);
+            }
+            return sb.append('}').toString();
+        }
+
+        /** {"mode":[seconds,...],...}; Double.toString gives e.g. 0.0213 or 8.1E-4, both valid JSON numbers. */
+        private static void samplesJson(StringBuilder sb, Map<String, List<Double>> samples) {
+            sb.append('{');
+            String sep = "";
+            for (Map.Entry<String, List<Double>> e : samples.entrySet()) {
                 sb.append(sep).append(quote(e.getKey())).append(":[");
                 String inner = "";
                 for (double v : e.getValue()) {
-                    // Double.toString gives e.g. 0.0213 or 8.1E-4; both are valid JSON numbers.
                     sb.append(inner).append(Double.toString(v));
                     inner = ",";
                 }
                 sb.append(']');
                 sep = ",";
             }
-            return sb.append("}}").toString();
+            sb.append('}');
+        }
+
+        private static double sum(List<Double> values) {
+            double total = 0;
+            for (double v : values) {
+                total += v;
+            }
+            return total;
         }
 
         private static double median(List<Double> samples) {
