@@ -187,3 +187,26 @@ def redis_benchmark(endpoint: Endpoint, *command: str, depth: int, requests: int
     if done.returncode != 0 or not rows:
         raise BenchmarkUnavailable(f"redis-benchmark failed: {(done.stderr or done.stdout).strip()[-200:]}")
     return float(rows[-1].split(",")[1].strip('"'))
+
+
+# --- what went over the wire ----------------------------------------------------------------
+
+def command_calls(client: redis.Redis) -> dict[str, int]:
+    """Calls per command name since the server started, from INFO commandstats."""
+    return {name.removeprefix("cmdstat_"): int(stats["calls"])
+            for name, stats in client.info("commandstats").items()}
+
+
+@contextmanager
+def wire(endpoint: Endpoint):
+    """The commands the server executed while the block ran (less the INFO readings themselves)."""
+    reader = endpoint.client()
+    before = command_calls(reader)
+    calls: dict[str, int] = {}
+    try:
+        yield calls
+    finally:
+        after = command_calls(reader)
+        reader.close()
+        calls.update({name: n - before.get(name, 0) for name, n in after.items()
+                      if n - before.get(name, 0) > 0 and name != "info"})

@@ -95,3 +95,23 @@ def pipelined_latencies(r: redis.Redis, n: int, depth: int) -> list[float]:
         ping_pipelined(r, depth)
         out.append((time.perf_counter() - start) / depth)
     return out
+
+
+# --8<-- [start:redispy_modes]
+def sadd_transaction(r: redis.Redis, keys: list[str], member: str = "py") -> None:
+    # pipeline()'s default: the queued commands go out wrapped in MULTI ... EXEC.
+    pipe = r.pipeline()
+    for key in keys:
+        pipe.sadd(key, member)
+    added = pipe.execute()
+    assert sum(added) == len(keys)
+
+
+def pure_python_client(host: str, port: int) -> redis.Redis:
+    # The same client with redis-py's own parser instead of hiredis. redis-py 8 speaks RESP3
+    # (HELLO 3) by default, so its pure-Python parser for that protocol is _RESP3Parser.
+    from redis._parsers import _RESP3Parser
+
+    pool = redis.ConnectionPool(host=host, port=port, parser_class=_RESP3Parser)
+    return redis.Redis(connection_pool=pool)
+# --8<-- [end:redispy_modes]

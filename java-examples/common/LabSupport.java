@@ -273,6 +273,38 @@ final class LabSupport {
     }
 
     /**
+     * What reached the server, as INFO commandstats counts it: calls per command name
+     * ("sadd", "multi", "exec", "client|reply" ...). Read on a connection of its own, so a
+     * mode's delta is taken around it; the INFO itself adds one "info" call per reading.
+     */
+    static Map<String, Long> commandCalls(Settings s) {
+        Map<String, Long> calls = new LinkedHashMap<>();
+        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+            for (String line : jedis.info("commandstats").split("\r?\n")) {
+                if (line.startsWith("cmdstat_")) {
+                    String name = line.substring("cmdstat_".length(), line.indexOf(':'));
+                    int at = line.indexOf("calls=") + "calls=".length();
+                    int end = line.indexOf(',', at);
+                    calls.put(name, Long.parseLong(line.substring(at, end < 0 ? line.length() : end)));
+                }
+            }
+        }
+        return calls;
+    }
+
+    /** after - before, per command, leaving out unchanged commands and the readings' own INFO. */
+    static Map<String, Long> callsBetween(Map<String, Long> before, Map<String, Long> after) {
+        Map<String, Long> delta = new LinkedHashMap<>();
+        after.forEach((name, count) -> {
+            long d = count - before.getOrDefault(name, 0L);
+            if (d > 0 && !name.equals("info")) {
+                delta.put(name, d);
+            }
+        });
+        return delta;
+    }
+
+    /**
      * The exception to throw when a reply or a result is not what it must be: the example
      * fails loudly with exit code 1. Callers build the message only after the test failed,
      * so hot loops pay nothing for it.
@@ -397,7 +429,8 @@ final class LabSupport {
      * at the end exactly one machine-readable line for the Python harness:
      * PIPELAB-RESULT {"example":...,"java_version":...,"clients":{...},"size":...,
      * "repeat":...,"warmup":...,"modes":{"mode":[seconds,...],...}
-     * [,"ops":{"mode":commands per sample,...}] [,"cpu_s":{"mode":[client CPU seconds,...],...}]}
+     * [,"ops":{"mode":commands per sample,...}] [,"cpu_s":{"mode":[client CPU seconds,...],...}]
+     * [,"wire":{"mode":{"command":calls over all the mode's iterations,...},...}]}
      * "ops" appears only when some mode's samples did not run `size` commands (then it lists
      * every mode); "cpu_s" for the modes measured by measure() on a JVM that reports its CPU
      * time, sample for sample as in "modes".
@@ -412,6 +445,7 @@ final class LabSupport {
         private final Map<String, String> labels = new LinkedHashMap<>();
         private final Map<String, Integer> ops = new LinkedHashMap<>();
         private final Map<String, List<Double>> cpu = new LinkedHashMap<>();
+        private final Map<String, Map<String, Long>> wire = new LinkedHashMap<>();
 
         Report(Settings s) {
             this.s = s;
@@ -429,6 +463,12 @@ final class LabSupport {
             System.out.println(s.example() + ": " + work + " against " + s.where() + ", " + s.repeat()
                     + " repetition(s) after " + s.warmup() + " warm-up (Java "
                     + System.getProperty("java.version") + sb + ")");
+        }
+
+        /** Records what a mode sent over the wire in total (all its iterations), e.g. from callsBetween(). */
+        void wire(String mode, Map<String, Long> calls) {
+            wire.put(mode, Map.copyOf(calls));
+            System.out.println(String.format(Locale.ROOT, "%-20s on the wire: %s", labels.getOrDefault(mode, mode), calls));
         }
 
         /** Records a mode whose every sample ran `size` commands. */
@@ -503,6 +543,21 @@ final class LabSupport {
             if (!cpu.isEmpty()) {
                 sb.append(",\"cpu_s\":");
                 samplesJson(sb, cpu);
+            }
+            if (!wire.isEmpty()) {
+                sb.append(",\"wire\":{");
+                sep = "";
+                for (Map.Entry<String, Map<String, Long>> e : wire.entrySet()) {
+                    sb.append(sep).append(quote(e.getKey())).append(":{");
+                    String inner = "";
+                    for (Map.Entry<String, Long> c : new java.util.TreeMap<>(e.getValue()).entrySet()) {
+                        sb.append(inner).append(quote(c.getKey())).append(':').append(c.getValue());
+                        inner = ",";
+                    }
+                    sb.append('}');
+                    sep = ",";
+                }
+                sb.append('}');
             }
             return sb.append('}').toString();
         }
