@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,7 +66,7 @@ def execute(source: Path, target: Path, params: dict, timeout: int = 3600) -> Pa
         client.execute()
     except CellExecutionError as err:
         nbformat.write(nb, target)
-        summary = str(err).strip().splitlines()
+        summary = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip().splitlines()  # no terminal colours
         raise LabError(f"Notebook {source.name} failed: {summary[-1] if summary else err}; "
                        f"the partly executed copy is {target}.") from None
     finally:

@@ -127,6 +127,11 @@ class JavaRun:
     def clients(self) -> dict:
         return self.data.get("clients", {})
 
+    @property
+    def wire(self) -> dict[str, dict[str, int]]:
+        """Per mode, the commands the server executed (INFO commandstats deltas taken by the example)."""
+        return self.data.get("wire", {})
+
     def measurements(self) -> dict[str, Measurement]:
         """One Measurement per mode; `ops` (commands per sample) may differ by mode, `cpu_s` is the JVM's CPU."""
         ops = self.data.get("ops", {})

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 REDIS_IO = "redis.io, “Redis pipelining” (Ruby client, Mac OS X, loopback)"
+JMH = "redis-client-benchmark: JMH, ops/ms, one command per call (setup not stated)"
 VIVO = "vivo Internet Technology, Redis pipelining with Lettuce and Redisson (100,000 SADD to a remote Redis)"
 
 PUBLISHED = {
@@ -15,6 +16,11 @@ PUBLISHED = {
                      "source": "redis.io: throughput grows almost linearly with pipeline length, up to 10x the baseline"},
     "batch_time_ratio": {"value": 1.0, "unit": "x",
                          "source": "redis.io: in batches of about 10k commands the speed is nearly the same"},
+    "jmh_pool8_10": {"value": 61.417, "unit": "num", "source": JMH},
+    "jmh_pool8_50": {"value": 72.563, "unit": "num", "source": JMH},
+    "jmh_lettuce_10": {"value": 77.678, "unit": "num", "source": JMH},
+    "jmh_lettuce_50": {"value": 369.844, "unit": "num", "source": JMH},
+    "jmh_spring_50": {"value": 381.857, "unit": "num", "source": JMH},
     "reads_per_unpipelined_command": {"value": 1.0, "unit": "num",
                                       "source": "redis.io: each unpipelined command costs a read() and a write()"},
 }
@@ -35,3 +41,7 @@ def vivo_ms_per_command() -> float:
 
 def vivo_pipeline_speedup() -> float:
     return value("vivo_jedis_one_by_one_ms") / value("vivo_jedis_pipeline_ms")
+
+
+def vivo_rbatch_over_pipeline() -> float:
+    return value("vivo_redisson_rbatch_ms") / value("vivo_jedis_pipeline_ms")

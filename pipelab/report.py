@@ -59,6 +59,18 @@ CLAIMS: dict[str, list[Claim]] = {
         Claim("Time of one pipeline ÷ time in 10k batches (largest job)", "ch02/batches", "time_ratio", "x",
               "batch_time_ratio"),
     ],
+    "ch03": [
+        Claim("Redisson RBatch time ÷ Jedis Pipeline time, 100,000 SADD", "ch03/sadd", "redisson_vs_jedis", "x",
+              derived=published.vivo_rbatch_over_pipeline(), derived_from="vivo's 1,399 ms / 504 ms"),
+        Claim("JedisPool(8), 10 threads, ops/ms", "ch03/jmh", "pool8_10_loopback", "num", "jmh_pool8_10"),
+        Claim("JedisPool(8), 50 threads, ops/ms", "ch03/jmh", "pool8_50_loopback", "num", "jmh_pool8_50"),
+        Claim("One shared Lettuce connection, 10 threads, ops/ms", "ch03/jmh", "lettuce_10_loopback", "num",
+              "jmh_lettuce_10"),
+        Claim("One shared Lettuce connection, 50 threads, ops/ms", "ch03/jmh", "lettuce_50_loopback", "num",
+              "jmh_lettuce_50"),
+        Claim("Spring Data Redis on Lettuce, 50 threads, ops/ms", "ch03/jmh", "spring_50_loopback", "num",
+              "jmh_spring_50"),
+    ],
 }
 
 

@@ -7,22 +7,29 @@ from pipelab import jbang
 from pipelab.errors import LabError
 
 ALIASES = sorted(jbang.catalog_aliases())
-QUICK_ARGS = {"ch01-ping": (300, 3), "ch01-sadd": (300, 2), "ch02-depth": (2000, 2)}
+# Arguments after host and port for a quick run; None: the chapter's notebook test runs it (JMH, ~30 s).
+QUICK_ARGS = {"ch01-ping": (300, 3), "ch01-sadd": (300, 2), "ch02-depth": (2000, 2),
+              "ch03-jedis": (1000, 2), "ch03-lettuce": (1000, 2), "ch03-spring": (1000, 2),
+              "ch03-redisson": (1000, 2), "ch03-jmh": None}
 
 
 def pipelining_wins(alias: str, measurements: dict) -> None:
     """The direction each example exists to show, with tolerant bounds."""
-    if alias.startswith("ch01"):
-        one = measurements["jedis_one_by_one"]
-        for mode, m in measurements.items():
-            if mode not in ("jedis_one_by_one", "redisson_rbatch"):  # a cold Redisson needs chapter 3's warm-up
-                assert m.ops_per_s > one.ops_per_s, f"{mode} {m} vs one by one {one}"
-    elif alias == "ch02-depth":
+    if alias == "ch02-depth":
         depth1 = measurements["depth_1"]
         deepest = measurements[max(measurements, key=lambda mode: int(mode.split("_")[1]))]
         assert deepest.ops_per_s >= 3 * depth1.ops_per_s, f"{deepest} vs {depth1}"
+        return
+    baseline_mode = next(iter(measurements))  # every other example reports its one-by-one loop first
+    assert "one_by_one" in baseline_mode, baseline_mode
+    baseline = measurements[baseline_mode]
+    same_work = {mode: m for mode, m in measurements.items() if mode != baseline_mode and m.ops == baseline.ops}
+    if alias.startswith("ch01"):  # each Jedis pipeline beats the loop; a cold Redisson needs chapter 3's warm-up
+        same_work = {mode: m for mode, m in same_work.items() if not mode.startswith("redisson")}
+        assert all(m.ops_per_s > baseline.ops_per_s for m in same_work.values()), same_work
     else:
-        raise AssertionError(f"no direction check for {alias}: add one")
+        best = max(same_work.values(), key=lambda m: m.ops_per_s)
+        assert best.ops_per_s > baseline.ops_per_s, f"{best} vs {baseline}"
 
 
 @pytest.mark.parametrize("alias", ALIASES)
@@ -36,10 +43,12 @@ def test_every_alias_has_a_quick_run():
 
 @pytest.mark.parametrize("alias", ALIASES)
 def test_example_runs_quick_and_pipelining_wins(alias, jdk, lab):
+    if QUICK_ARGS[alias] is None:
+        pytest.skip(f"{alias} runs in its chapter's notebook test")
     size, repeat = QUICK_ARGS[alias]
     run = lab.java(alias, size, repeat)
     assert run.data["example"] == alias and run.data["size"] == size
-    assert run.clients.get("jedis")
+    assert run.clients and all(run.clients.values()), "each example reports its client versions"
     measurements = run.measurements()
     assert all(len(m.samples) == repeat for m in measurements.values())
     pipelining_wins(alias, measurements)

@@ -43,8 +43,10 @@ public class JedisModes {
         try (Jedis jedis = LabSupport.connect(s)) {
             // Before anything is written: the database must hold nothing but lab keys.
             LabSupport.requireLabOnly(jedis, s);
-            // RedisClient is Jedis 8's pooled client (JedisPool and JedisPooled are deprecated
-            // in 8.x): a commons-pool2 pool of Connections, default settings, filled lazily.
+            // RedisClient is Jedis 8's pooled client (it replaces JedisPooled; JedisPool is
+            // deprecated): a commons-pool2 pool of Connections, default settings. Its evictor
+            // checks idle connections with a PING every 30 s, so a long run may show a ping
+            // in some mode's wire counts that no mode sent.
             try (RedisClient pooled = RedisClient.create(s.host(), s.port())) {
                 report.header(s.size() + " SADDs to distinct keys, one connection per mode");
 

@@ -21,10 +21,20 @@
 // (INFO stats). The flush policies send the same commands; they change how many writes carry
 // them, which shows up as the server's read count.
 //
+// A pipeline never runs on the factory's shared native connection (a flush policy switches
+// auto-flush off on the pipeline's connection, which would hold back every other thread's
+// commands on a shared one): LettuceConnection#openPipeline takes a dedicated connection
+// from the factory's connection provider. Without a pool (LettucePoolingClientConfiguration)
+// that is a new TCP connection with its handshake (HELLO, CLIENT SETINFO ...), closed again
+// when executePipelined returns. It is part of the timed work, as in an application;
+// `_connections` counts it, plus the shared connection a fresh factory opens on first use
+// even when only pipelines follow.
+//
 // Spring Data Redis 4.1 needs Java 17 (Spring Framework 7); Lettuce is the version its pom declares.
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -94,8 +104,13 @@ public class SpringModes {
                 wire.record(report, "pipelined_session_callback", "SessionCallback",
                         () -> added[0] = addWithSessionCallback(template, keys), added);
 
-                // Each flush policy on a factory of its own, since the policy is a factory property
-                // that LettuceConnectionFactory hands to every LettuceConnection it creates.
+                // Each flush policy on a factory of its own: LettuceConnectionFactory#setPipeliningFlushPolicy
+                // is a factory property, handed to every LettuceConnection it creates.
+                //   flushEachCommand(): Lettuce writes and flushes every command as it is issued;
+                //   flushOnClose():     setAutoFlushCommands(false) at openPipeline(), a single
+                //                       flushCommands() in closePipeline();
+                //   buffered(n):        flushCommands() after every n commands, and at the close.
+                // The same SADDs reach the server either way, in fewer and larger writes.
                 Map<String, PipeliningFlushPolicy> policies = new LinkedHashMap<>();
                 policies.put("flush_each_command", PipeliningFlushPolicy.flushEachCommand());
                 policies.put("flush_on_close", PipeliningFlushPolicy.flushOnClose());
@@ -113,7 +128,7 @@ public class SpringModes {
                     }
                 }
 
-                demo(s, report, template, stats, demoKeys);
+                demo(s, report, template, demoKeys);
             } finally {
                 try {
                     LabSupport.cleanup(s, allKeys);
@@ -209,13 +224,13 @@ public class SpringModes {
     }
 
     /**
-     * The example Spring's reference documentation gives for pipelining, not timed as a
-     * benchmark: 100 SETs in one executePipelined(SessionCallback), then 100 RPOPs from a
-     * list in another. The results show what closePipeline() hands back: SET's "OK"
-     * converted to Boolean true, RPOP's values deserialized to Strings, in command order.
+     * A small example, timed but not a benchmark: 100 SETs in one
+     * executePipelined(SessionCallback), then 100 RPOPs from a list in another. The results
+     * show what closePipeline() hands back, in command order: SET's "OK" converted to
+     * Boolean true, RPOP's values deserialized to Strings by the template's serializer.
      */
     static void demo(LabSupport.Settings s, LabSupport.Report report, StringRedisTemplate template,
-                     Jedis stats, List<String> demoKeys) throws Exception {
+                     List<String> demoKeys) {
         List<String> values = new ArrayList<>(DEMO_SIZE);
         for (int i = 0; i < DEMO_SIZE; i++) {
             values.add("v" + i);
@@ -293,7 +308,7 @@ public class SpringModes {
 
         void record(LabSupport.Report report, String mode, String label, LabSupport.Step task, long[] added)
                 throws Exception {
-            java.util.Arrays.fill(total, 0);
+            Arrays.fill(total, 0);
             LabSupport.Step reset = () -> {
                 LabSupport.deleteKeys(jedis, keys);
                 System.arraycopy(counters(), 0, start, 0, 3);
