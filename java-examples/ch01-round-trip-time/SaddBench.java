@@ -5,6 +5,8 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/SaddWorkload.java
+//SOURCES ../common/RedissonSupport.java
 
 // Chapter 1: the same N writes (one SADD to each of N distinct keys) three ways:
 // Jedis one command per round trip, a Jedis Pipeline synced once at the end, and a
@@ -21,8 +23,6 @@ import org.redisson.Redisson;
 import org.redisson.api.BatchResult;
 import org.redisson.api.RBatch;
 import org.redisson.api.RedissonClient;
-import org.redisson.client.codec.StringCodec;
-import org.redisson.config.Config;
 
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.Pipeline;
@@ -30,17 +30,12 @@ import redis.clients.jedis.Response;
 
 public class SaddBench {
 
-    private static final String MEMBER = "m";
-
     public static void main(String[] args) {
         LabSupport.run("ch01-sadd", args, 100_000, 3, SaddBench::bench);
     }
 
     static void bench(LabSupport.Settings s) throws Exception {
-        List<String> keys = new ArrayList<>(s.size());
-        for (int i = 0; i < s.size(); i++) {
-            keys.add(LabSupport.key("ch01", "sadd", i));
-        }
+        List<String> keys = LabSupport.keys(s.size(), "ch01", "sadd");
         LabSupport.Report report = new LabSupport.Report(s)
                 .client("jedis", LabSupport.versionOf(Jedis.class, "redis.clients", "jedis", "8.0.2"))
                 .client("redisson", LabSupport.versionOf(Redisson.class, "org.redisson", "redisson", "4.7.0"));
@@ -51,13 +46,15 @@ public class SaddBench {
             RedissonClient redisson = null;
             try {
                 // Client start-up (connection pool, threads) happens here, never in a timed region.
-                redisson = Redisson.create(redissonConfig(s));
+                redisson = Redisson.create(RedissonSupport.config(s));
                 RedissonClient rc = redisson;
                 report.header(s.size() + " SADDs to distinct keys");
 
                 long[] added = new long[1]; // members the timed task saw added; checked afterwards
                 LabSupport.Step reset = () -> LabSupport.deleteKeys(jedis, keys);
-                LabSupport.Step verify = () -> verify(jedis, keys, added[0]);
+                // Outside the timed region: every SADD added a member, every key exists, and
+                // sampled sets hold just "m", the same bytes from Jedis and from Redisson.
+                LabSupport.Step verify = () -> SaddWorkload.verifyMember(jedis, keys, added[0]);
 
                 report.add("jedis_one_by_one", "jedis one by one", "SADDs",
                         LabSupport.measure(s, reset, () -> added[0] = saddOneByOne(jedis, keys), verify));
@@ -67,36 +64,17 @@ public class SaddBench {
                         LabSupport.measure(s, reset, () -> added[0] = saddBatch(rc, keys), verify));
             } finally {
                 // Delete exactly our keys, and stop Redisson's non-daemon threads, whatever happened.
-                try {
-                    LabSupport.cleanup(s, keys);
-                } finally {
-                    if (redisson != null) {
-                        redisson.shutdown();
-                    }
-                }
+                LabSupport.cleanup(s, keys, redisson, RedissonClient::shutdown);
             }
         }
         report.finish();
-    }
-
-    /**
-     * Redisson's defaults, with one exception: its default codec (Kryo) would store a
-     * serialized object instead of the plain string "m". StringCodec makes Redisson write
-     * the same bytes as Jedis, so the three modes do the same work and one check fits all.
-     */
-    static Config redissonConfig(LabSupport.Settings s) {
-        String host = s.host().contains(":") ? "[" + s.host() + "]" : s.host(); // IPv6 literal in a URI
-        Config config = new Config();
-        config.setCodec(StringCodec.INSTANCE);
-        config.useSingleServer().setAddress("redis://" + host + ":" + s.port());
-        return config;
     }
 
     /** N round trips: each sadd() waits for its reply (1 = member added) before the next. */
     static long saddOneByOne(Jedis jedis, List<String> keys) {
         long added = 0;
         for (String key : keys) {
-            added += jedis.sadd(key, MEMBER);
+            added += jedis.sadd(key, SaddWorkload.MEMBER);
         }
         return added;
     }
@@ -106,7 +84,7 @@ public class SaddBench {
         List<Response<Long>> replies = new ArrayList<>(keys.size());
         try (Pipeline pipeline = jedis.pipelined()) {
             for (String key : keys) {
-                replies.add(pipeline.sadd(key, MEMBER));
+                replies.add(pipeline.sadd(key, SaddWorkload.MEMBER));
             }
             pipeline.sync();
         }
@@ -121,7 +99,7 @@ public class SaddBench {
     static long saddBatch(RedissonClient redisson, List<String> keys) {
         RBatch batch = redisson.createBatch();
         for (String key : keys) {
-            batch.getSet(key).addAsync(MEMBER);
+            batch.getSet(key).addAsync(SaddWorkload.MEMBER);
         }
         BatchResult<?> result = batch.execute();
         long added = 0;
@@ -131,27 +109,5 @@ public class SaddBench {
             }
         }
         return added;
-    }
-
-    /**
-     * Outside the timed region: every SADD must have reported a new member, every key must
-     * now exist, and a few sampled sets must hold exactly the one member we wrote.
-     */
-    static void verify(Jedis jedis, List<String> keys, long added) {
-        int n = keys.size();
-        if (added != n) {
-            throw LabSupport.failure(n + " SADDs reported " + added + " new members");
-        }
-        long existing = LabSupport.countExisting(jedis, keys);
-        if (existing != n) {
-            throw LabSupport.failure("after " + n + " SADDs only " + existing + " of the keys exist");
-        }
-        for (String key : List.of(keys.get(0), keys.get(n / 2), keys.get(n - 1))) {
-            long cardinality = jedis.scard(key);
-            if (cardinality != 1 || !jedis.sismember(key, MEMBER)) {
-                throw LabSupport.failure("set '" + key + "' should hold just '" + MEMBER + "' but has "
-                        + cardinality + " member(s) " + jedis.smembers(key));
-            }
-        }
     }
 }

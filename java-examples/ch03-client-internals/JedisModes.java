@@ -4,6 +4,7 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/SaddWorkload.java
 
 // Chapter 3: the four ways Jedis can send the same N writes (one SADD to each of N
 // distinct keys): one command per round trip, a Pipeline, a MULTI/EXEC Transaction, and
@@ -16,7 +17,6 @@
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.Pipeline;
@@ -26,17 +26,12 @@ import redis.clients.jedis.Transaction;
 
 public class JedisModes {
 
-    private static final String MEMBER = "m";
-
     public static void main(String[] args) {
         LabSupport.run("ch03-jedis", args, 100_000, 3, JedisModes::bench);
     }
 
     static void bench(LabSupport.Settings s) throws Exception {
-        List<String> keys = new ArrayList<>(s.size());
-        for (int i = 0; i < s.size(); i++) {
-            keys.add(LabSupport.key("ch03", "jedis", i));
-        }
+        List<String> keys = LabSupport.keys(s.size(), "ch03", "jedis");
         LabSupport.Report report = new LabSupport.Report(s)
                 .client("jedis", LabSupport.versionOf(Jedis.class, "redis.clients", "jedis", "8.0.2"));
 
@@ -50,27 +45,22 @@ public class JedisModes {
             try (RedisClient pooled = RedisClient.create(s.host(), s.port())) {
                 report.header(s.size() + " SADDs to distinct keys, one connection per mode");
 
-                long[] added = new long[1]; // members the timed task saw added; checked afterwards
-                // Reset and checks use only UNLINK, EXISTS and SCARD, so that in the wire
-                // counts every SADD, MULTI and EXEC is the mode's own.
-                LabSupport.Step reset = () -> LabSupport.deleteKeys(jedis, keys);
-                LabSupport.Step verify = () -> verify(jedis, keys, added[0]);
+                // Each mode is timed, and what reached the server counted over all its
+                // iterations, warm-up included. The untimed reset and check around each
+                // iteration use only UNLINK, EXISTS and SCARD, so that in the wire counts
+                // every SADD, MULTI and EXEC is the mode's own.
+                SaddWorkload.Modes modes = new SaddWorkload.Modes(report, s, jedis, keys);
 
-                mode(report, s, "one_by_one", "one by one", reset,
-                        () -> added[0] = oneByOne(jedis, keys), verify);
-                mode(report, s, "pipeline", "pipeline", reset,
-                        () -> added[0] = pipeline(jedis, keys), verify);
-                mode(report, s, "transaction", "transaction", reset,
-                        () -> added[0] = transaction(jedis, keys), verify);
-                mode(report, s, "pooled_pipeline", "pooled pipeline", reset,
-                        () -> added[0] = pooledPipeline(pooled, keys), () -> {
-                            verify.run();
-                            // try-with-resources gave the connection back: none may be left borrowed.
-                            if (pooled.getPool().getNumActive() != 0) {
-                                throw LabSupport.failure(pooled.getPool().getNumActive()
-                                        + " pooled connection(s) still borrowed after the pipeline was closed");
-                            }
-                        });
+                modes.time("one_by_one", "one by one", () -> oneByOne(jedis, keys));
+                modes.time("pipeline", "pipeline", () -> pipeline(jedis, keys));
+                modes.time("transaction", "transaction", () -> transaction(jedis, keys));
+                modes.time("pooled_pipeline", "pooled pipeline", () -> pooledPipeline(pooled, keys), () -> {
+                    // try-with-resources gave the connection back: none may be left borrowed.
+                    if (pooled.getPool().getNumActive() != 0) {
+                        throw LabSupport.failure(pooled.getPool().getNumActive()
+                                + " pooled connection(s) still borrowed after the pipeline was closed");
+                    }
+                });
                 System.out.println("pool after the pooled pipelines: " + pooled.getPool().getNumActive()
                         + " borrowed, " + pooled.getPool().getNumIdle() + " idle, "
                         + pooled.getPool().getCreatedCount() + " ever created");
@@ -82,25 +72,11 @@ public class JedisModes {
         report.finish();
     }
 
-    /**
-     * Times one mode and records what reached the server meanwhile. The command counts
-     * cover the untimed resets and checks too (UNLINK, EXISTS, SCARD), and all
-     * iterations, warm-up included.
-     */
-    static void mode(LabSupport.Report report, LabSupport.Settings s, String mode, String label,
-                     LabSupport.Step reset, LabSupport.Step task, LabSupport.Step verify) throws Exception {
-        Map<String, Long> before = LabSupport.commandCalls(s);
-        List<Double> samples = LabSupport.measure(s, reset, task, verify);
-        Map<String, Long> after = LabSupport.commandCalls(s);
-        report.add(mode, label, "SADDs", samples);
-        report.wire(mode, LabSupport.callsBetween(before, after));
-    }
-
     /** N round trips: sadd() writes the command, flushes the socket and blocks until its reply. */
     static long oneByOne(Jedis jedis, List<String> keys) {
         long added = 0;
         for (String key : keys) {
-            added += jedis.sadd(key, MEMBER);
+            added += jedis.sadd(key, SaddWorkload.MEMBER);
         }
         return added;
     }
@@ -118,7 +94,7 @@ public class JedisModes {
         List<Response<Long>> replies = new ArrayList<>(keys.size());
         try (Pipeline pipeline = jedis.pipelined()) {
             for (String key : keys) {
-                replies.add(pipeline.sadd(key, MEMBER));
+                replies.add(pipeline.sadd(key, SaddWorkload.MEMBER));
             }
             pipeline.sync();
         }
@@ -138,7 +114,7 @@ public class JedisModes {
         List<Object> results;
         try (Transaction transaction = jedis.multi()) {
             for (String key : keys) {
-                replies.add(transaction.sadd(key, MEMBER));
+                replies.add(transaction.sadd(key, SaddWorkload.MEMBER));
             }
             results = transaction.exec();
         }
@@ -161,7 +137,7 @@ public class JedisModes {
         List<Response<Long>> replies = new ArrayList<>(keys.size());
         try (Pipeline pipeline = pooled.pipelined()) {
             for (String key : keys) {
-                replies.add(pipeline.sadd(key, MEMBER));
+                replies.add(pipeline.sadd(key, SaddWorkload.MEMBER));
             }
             pipeline.sync();
         }
@@ -174,27 +150,5 @@ public class JedisModes {
             total += reply.get();
         }
         return total;
-    }
-
-    /**
-     * Outside the timed region: every SADD must have reported a new member, every key must
-     * now exist (EXISTS, a thousand keys per call), and a few sampled sets must hold one member.
-     */
-    static void verify(Jedis jedis, List<String> keys, long added) {
-        int n = keys.size();
-        if (added != n) {
-            throw LabSupport.failure(n + " SADDs reported " + added + " new members");
-        }
-        long existing = LabSupport.countExisting(jedis, keys);
-        if (existing != n) {
-            throw LabSupport.failure("after " + n + " SADDs only " + existing + " of the keys exist");
-        }
-        for (String key : List.of(keys.get(0), keys.get(n / 2), keys.get(n - 1))) {
-            long cardinality = jedis.scard(key);
-            if (cardinality != 1) {
-                throw LabSupport.failure("set '" + key + "' should hold just '" + MEMBER + "' but has "
-                        + cardinality + " member(s) " + jedis.smembers(key));
-            }
-        }
     }
 }

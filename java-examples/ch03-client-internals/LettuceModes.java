@@ -5,6 +5,7 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/SaddWorkload.java
 
 // Chapter 3: the same N writes (one SADD to each of N distinct keys) through Lettuce, a
 // Netty-based client where every connection is pipelined already: commands are written
@@ -35,8 +36,6 @@ import redis.clients.jedis.Jedis;
 
 public class LettuceModes {
 
-    private static final String MEMBER = "m";
-
     /** Commands per flushCommands() in the async_flush_every_1000 mode. */
     private static final int FLUSH_EVERY = 1000;
 
@@ -54,10 +53,7 @@ public class LettuceModes {
     }
 
     static void bench(LabSupport.Settings s) throws Exception {
-        List<String> keys = new ArrayList<>(s.size());
-        for (int i = 0; i < s.size(); i++) {
-            keys.add(LabSupport.key("ch03", "lettuce", i));
-        }
+        List<String> keys = LabSupport.keys(s.size(), "ch03", "lettuce");
         LabSupport.Report report = new LabSupport.Report(s)
                 // The manifest says e.g. "7.7.0.RELEASE/1960d49": keep the version, drop the commit.
                 .client("lettuce", LabSupport.versionOf(RedisClient.class, "io.lettuce", "lettuce-core",
@@ -75,50 +71,28 @@ public class LettuceModes {
                 StatefulRedisConnection<String, String> connection = client.connect();
                 report.header(s.size() + " SADDs to distinct keys, one connection");
 
-                long[] added = new long[1]; // members the timed task saw added; checked afterwards
-                // Reset and checks use only UNLINK, EXISTS and SCARD, so that in the wire
-                // counts every SADD is the mode's own.
-                LabSupport.Step reset = () -> LabSupport.deleteKeys(jedis, keys);
-                LabSupport.Step verify = () -> verify(jedis, keys, added[0]);
+                // Each mode is timed, and what reached the server counted over all its
+                // iterations, warm-up included. The untimed reset and check around each
+                // iteration use only UNLINK, EXISTS and SCARD, so that in the wire counts
+                // every SADD is the mode's own.
+                SaddWorkload.Modes modes = new SaddWorkload.Modes(report, s, jedis, keys);
 
-                mode(report, s, "sync_one_by_one", "sync one by one", reset,
-                        () -> added[0] = syncOneByOne(connection, keys), verify);
-                mode(report, s, "async_autoflush", "async auto-flush", reset,
-                        () -> added[0] = asyncAutoFlush(connection, keys), verify);
-                mode(report, s, "async_manual_flush", "async manual flush", reset,
-                        () -> added[0] = asyncFlushEvery(connection, keys, keys.size()), verify);
-                mode(report, s, "async_flush_every_1000", "async flush per 1000", reset,
-                        () -> added[0] = asyncFlushEvery(connection, keys, FLUSH_EVERY), verify);
+                modes.time("sync_one_by_one", "sync one by one", () -> syncOneByOne(connection, keys));
+                modes.time("async_autoflush", "async auto-flush", () -> asyncAutoFlush(connection, keys));
+                modes.time("async_manual_flush", "async manual flush",
+                        () -> asyncFlushEvery(connection, keys, keys.size()));
+                modes.time("async_flush_every_1000", "async flush per 1000",
+                        () -> asyncFlushEvery(connection, keys, FLUSH_EVERY));
 
                 sharedConnection(report, s, jedis, connection, keys.subList(0, Math.min(SHARED_COMMANDS, keys.size())));
             } finally {
                 // Delete exactly our keys, and stop Lettuce's threads, whatever happened.
-                try {
-                    LabSupport.cleanup(s, keys);
-                } finally {
-                    if (client != null) {
-                        // Closes the connection, then the event loops: no quiet period to wait
-                        // out (nothing else uses them), at most 2 s for in-flight work.
-                        client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
-                    }
-                }
+                // shutdown() closes the connection, then the event loops: no quiet period to
+                // wait out (nothing else uses them), at most 2 s for in-flight work.
+                LabSupport.cleanup(s, keys, client, c -> c.shutdown(Duration.ZERO, Duration.ofSeconds(2)));
             }
         }
         report.finish();
-    }
-
-    /**
-     * Times one mode and records what reached the server meanwhile. The command counts
-     * cover the untimed resets and checks too (UNLINK, EXISTS, SCARD), and all
-     * iterations, warm-up included.
-     */
-    static void mode(LabSupport.Report report, LabSupport.Settings s, String mode, String label,
-                     LabSupport.Step reset, LabSupport.Step task, LabSupport.Step verify) throws Exception {
-        Map<String, Long> before = LabSupport.commandCalls(s);
-        List<Double> samples = LabSupport.measure(s, reset, task, verify);
-        Map<String, Long> after = LabSupport.commandCalls(s);
-        report.add(mode, label, "SADDs", samples);
-        report.wire(mode, LabSupport.callsBetween(before, after));
     }
 
     /**
@@ -133,7 +107,7 @@ public class LettuceModes {
         RedisCommands<String, String> sync = connection.sync();
         long added = 0;
         for (String key : keys) {
-            added += sync.sadd(key, MEMBER);
+            added += sync.sadd(key, SaddWorkload.MEMBER);
         }
         return added;
     }
@@ -151,7 +125,7 @@ public class LettuceModes {
         RedisAsyncCommands<String, String> async = connection.async();
         List<RedisFuture<Long>> futures = new ArrayList<>(keys.size());
         for (String key : keys) {
-            futures.add(async.sadd(key, MEMBER));
+            futures.add(async.sadd(key, SaddWorkload.MEMBER));
         }
         return awaitAndSum(futures);
     }
@@ -173,7 +147,7 @@ public class LettuceModes {
         connection.setAutoFlushCommands(false);
         try {
             for (int i = 0; i < keys.size(); i++) {
-                futures.add(async.sadd(keys.get(i), MEMBER));
+                futures.add(async.sadd(keys.get(i), SaddWorkload.MEMBER));
                 if ((i + 1) % every == 0) {
                     connection.flushCommands();
                 }
@@ -223,7 +197,7 @@ public class LettuceModes {
         for (int i = 0; i < s.warmup() + s.repeat(); i++) {
             LabSupport.deleteKeys(jedis, keys);
             double waited = sharedConnectionOnce(connection, keys);
-            verify(jedis, keys, keys.size()); // A's SADDs all arrived too
+            SaddWorkload.verify(jedis, keys, keys.size()); // A's SADDs all arrived too
             if (i >= s.warmup()) {
                 waits.add(waited);
             }
@@ -251,7 +225,7 @@ public class LettuceModes {
         try {
             // Thread A (this one) queues its SADDs: still all in the client, nothing sent.
             for (String key : keys) {
-                futures.add(async.sadd(key, MEMBER));
+                futures.add(async.sadd(key, SaddWorkload.MEMBER));
             }
             b = new Thread(() -> {
                 try {
@@ -295,27 +269,5 @@ public class LettuceModes {
             throw LabSupport.failure("thread B's SCARD returned before thread A flushed: it did not wait in A's queue");
         }
         return (bTimes[1] - bTimes[0]) / 1e9;
-    }
-
-    /**
-     * Outside the timed region: every SADD must have reported a new member, every key must
-     * now exist (EXISTS, a thousand keys per call), and a few sampled sets must hold one member.
-     */
-    static void verify(Jedis jedis, List<String> keys, long added) {
-        int n = keys.size();
-        if (added != n) {
-            throw LabSupport.failure(n + " SADDs reported " + added + " new members");
-        }
-        long existing = LabSupport.countExisting(jedis, keys);
-        if (existing != n) {
-            throw LabSupport.failure("after " + n + " SADDs only " + existing + " of the keys exist");
-        }
-        for (String key : List.of(keys.get(0), keys.get(n / 2), keys.get(n - 1))) {
-            long cardinality = jedis.scard(key);
-            if (cardinality != 1) {
-                throw LabSupport.failure("set '" + key + "' should hold just '" + MEMBER + "' but has "
-                        + cardinality + " member(s) " + jedis.smembers(key));
-            }
-        }
     }
 }

@@ -5,6 +5,8 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/SaddWorkload.java
+//SOURCES ../common/RedissonSupport.java
 
 // Chapter 3: the same N writes (one SADD to each of N distinct keys) through Redisson,
 // one command at a time and as an RBatch in each of its execution modes
@@ -21,9 +23,7 @@
 //
 //   jbang ch03-redisson [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 100000 3 1)
 
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import org.redisson.Redisson;
@@ -32,14 +32,10 @@ import org.redisson.api.BatchOptions.ExecutionMode;
 import org.redisson.api.BatchResult;
 import org.redisson.api.RBatch;
 import org.redisson.api.RedissonClient;
-import org.redisson.client.codec.StringCodec;
-import org.redisson.config.Config;
 
 import redis.clients.jedis.Jedis;
 
 public class RedissonModes {
-
-    private static final String MEMBER = "m";
 
     /**
      * Redisson's response timeout (Config#setTimeout, 3 s by default) applies to a whole
@@ -55,10 +51,7 @@ public class RedissonModes {
     }
 
     static void bench(LabSupport.Settings s) throws Exception {
-        List<String> keys = new ArrayList<>(s.size());
-        for (int i = 0; i < s.size(); i++) {
-            keys.add(LabSupport.key("ch03", "redisson", i));
-        }
+        List<String> keys = LabSupport.keys(s.size(), "ch03", "redisson");
         LabSupport.Report report = new LabSupport.Report(s)
                 .client("redisson", LabSupport.versionOf(Redisson.class, "org.redisson", "redisson", "4.7.0"))
                 .client("jedis", LabSupport.versionOf(Jedis.class, "redis.clients", "jedis", "8.0.2"));
@@ -69,74 +62,40 @@ public class RedissonModes {
             RedissonClient redisson = null;
             try {
                 // Client start-up (connection pool, Netty threads) happens here, never in a timed region.
-                redisson = Redisson.create(redissonConfig(s));
+                redisson = Redisson.create(RedissonSupport.config(s));
                 RedissonClient rc = redisson;
                 report.header(s.size() + " SADDs to distinct keys");
 
-                long[] added = new long[1]; // members the timed task saw added (-1: no replies); checked afterwards
-                // Reset and checks use only UNLINK, EXISTS and SCARD, so that in the wire
-                // counts every SADD, MULTI, EXEC and CLIENT is the mode's own.
-                LabSupport.Step reset = () -> LabSupport.deleteKeys(jedis, keys);
-                LabSupport.Step verify = () -> verify(jedis, keys, added[0]);
+                // Each mode is timed, and what reached the server counted over all its
+                // iterations, warm-up included. The untimed reset and check around each
+                // iteration use only UNLINK, EXISTS and SCARD, so that in the wire counts every
+                // SADD, MULTI, EXEC and CLIENT is the mode's own. Redisson keeps 25 connections
+                // open by default (24 idle ones for commands, one for pub/sub) and PINGs each
+                // every 30 s (Config#setPingConnectionInterval), so a mode that runs across such
+                // a moment also shows ping=25 that it did not send.
+                SaddWorkload.Modes modes = new SaddWorkload.Modes(report, s, jedis, keys);
 
-                mode(report, s, "one_by_one", "one by one", reset,
-                        () -> added[0] = oneByOne(rc, keys), verify);
-                mode(report, s, "rbatch_in_memory", "in memory", reset,
-                        () -> added[0] = batch(rc, keys, options()), verify);
-                mode(report, s, "rbatch_in_memory_atomic", "in memory atomic", reset,
-                        () -> added[0] = batch(rc, keys, options().executionMode(ExecutionMode.IN_MEMORY_ATOMIC)), verify);
-                mode(report, s, "rbatch_skip_result", "skip result", reset,
-                        () -> added[0] = batch(rc, keys, options().skipResult()), verify);
-                mode(report, s, "rbatch_redis_write_atomic", "redis write atomic", reset,
-                        () -> added[0] = batch(rc, keys, options().executionMode(ExecutionMode.REDIS_WRITE_ATOMIC)), verify);
-                mode(report, s, "rbatch_redis_read_atomic", "redis read atomic", reset,
-                        () -> added[0] = batch(rc, keys, options().executionMode(ExecutionMode.REDIS_READ_ATOMIC)), verify);
+                modes.time("one_by_one", "one by one", () -> oneByOne(rc, keys));
+                modes.time("rbatch_in_memory", "in memory", () -> batch(rc, keys, options()));
+                modes.time("rbatch_in_memory_atomic", "in memory atomic",
+                        () -> batch(rc, keys, options().executionMode(ExecutionMode.IN_MEMORY_ATOMIC)));
+                modes.time("rbatch_skip_result", "skip result",
+                        () -> batch(rc, keys, options().skipResult()));
+                modes.time("rbatch_redis_write_atomic", "redis write atomic",
+                        () -> batch(rc, keys, options().executionMode(ExecutionMode.REDIS_WRITE_ATOMIC)));
+                modes.time("rbatch_redis_read_atomic", "redis read atomic",
+                        () -> batch(rc, keys, options().executionMode(ExecutionMode.REDIS_READ_ATOMIC)));
             } finally {
                 // Delete exactly our keys, and stop Redisson's non-daemon threads, whatever happened.
-                try {
-                    LabSupport.cleanup(s, keys);
-                } finally {
-                    if (redisson != null) {
-                        redisson.shutdown();
-                    }
-                }
+                LabSupport.cleanup(s, keys, redisson, RedissonClient::shutdown);
             }
         }
         report.finish();
     }
 
-    /**
-     * Redisson's defaults, with one exception: its default codec (Kryo) would store a
-     * serialized object instead of the plain string "m". StringCodec makes Redisson write
-     * the same bytes as Jedis and Lettuce, so all the clients do the same work.
-     */
-    static Config redissonConfig(LabSupport.Settings s) {
-        String host = s.host().contains(":") ? "[" + s.host() + "]" : s.host(); // IPv6 literal in a URI
-        Config config = new Config();
-        config.setCodec(StringCodec.INSTANCE);
-        config.useSingleServer().setAddress("redis://" + host + ":" + s.port());
-        return config;
-    }
-
     /** Every batch starts from the defaults (IN_MEMORY, replies on) plus the longer timeout. */
     static BatchOptions options() {
         return BatchOptions.defaults().responseTimeout(BATCH_TIMEOUT_S, TimeUnit.SECONDS);
-    }
-
-    /**
-     * Times one mode and records what reached the server meanwhile. The command counts
-     * cover the untimed resets and checks too (UNLINK, EXISTS, SCARD), and all iterations,
-     * warm-up included. Redisson keeps 25 connections open by default (24 idle ones for
-     * commands, one for pub/sub) and PINGs each every 30 s (Config#setPingConnectionInterval),
-     * so a mode that runs across such a moment also shows ping=25 that it did not send.
-     */
-    static void mode(LabSupport.Report report, LabSupport.Settings s, String mode, String label,
-                     LabSupport.Step reset, LabSupport.Step task, LabSupport.Step verify) throws Exception {
-        Map<String, Long> before = LabSupport.commandCalls(s);
-        List<Double> samples = LabSupport.measure(s, reset, task, verify);
-        Map<String, Long> after = LabSupport.commandCalls(s);
-        report.add(mode, label, "SADDs", samples);
-        report.wire(mode, LabSupport.callsBetween(before, after));
     }
 
     /**
@@ -147,7 +106,7 @@ public class RedissonModes {
     static long oneByOne(RedissonClient redisson, List<String> keys) {
         long added = 0;
         for (String key : keys) {
-            if (redisson.<String>getSet(key).add(MEMBER)) {
+            if (redisson.<String>getSet(key).add(SaddWorkload.MEMBER)) {
                 added++;
             }
         }
@@ -184,7 +143,7 @@ public class RedissonModes {
     static long batch(RedissonClient redisson, List<String> keys, BatchOptions options) {
         RBatch batch = redisson.createBatch(options);
         for (String key : keys) {
-            batch.<String>getSet(key).addAsync(MEMBER);
+            batch.<String>getSet(key).addAsync(SaddWorkload.MEMBER);
         }
         BatchResult<?> result = batch.execute();
         List<?> replies = result.getResponses();
@@ -192,7 +151,7 @@ public class RedissonModes {
             if (!replies.isEmpty()) {
                 throw LabSupport.failure("a batch with skipResult() returned " + replies.size() + " results");
             }
-            return -1; // Redis sent no replies, so there are none to count
+            return SaddWorkload.NO_REPLIES; // Redis sent no replies, so there are none to count
         }
         if (replies.size() != keys.size()) {
             throw LabSupport.failure("a batch of " + keys.size() + " SADDs returned " + replies.size() + " results");
@@ -205,28 +164,5 @@ public class RedissonModes {
             }
         }
         return added;
-    }
-
-    /**
-     * Outside the timed region: every SADD must have reported a new member (unless the
-     * batch asked for no replies), every key must now exist (EXISTS, a thousand keys per
-     * call), and a few sampled sets must hold exactly one member.
-     */
-    static void verify(Jedis jedis, List<String> keys, long added) {
-        int n = keys.size();
-        if (added != -1 && added != n) {
-            throw LabSupport.failure(n + " SADDs reported " + added + " new members");
-        }
-        long existing = LabSupport.countExisting(jedis, keys);
-        if (existing != n) {
-            throw LabSupport.failure("after " + n + " SADDs only " + existing + " of the keys exist");
-        }
-        for (String key : List.of(keys.get(0), keys.get(n / 2), keys.get(n - 1))) {
-            long cardinality = jedis.scard(key);
-            if (cardinality != 1) {
-                throw LabSupport.failure("set '" + key + "' should hold just '" + MEMBER + "' but has "
-                        + cardinality + " member(s) " + jedis.smembers(key));
-            }
-        }
     }
 }

@@ -6,6 +6,7 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/SaddWorkload.java
 
 // Chapter 3: what Spring Data Redis does with a "pipeline". N SADDs to distinct keys through
 // a StringRedisTemplate on Lettuce: one by one, through RedisTemplate#executePipelined with a
@@ -55,8 +56,7 @@ import redis.clients.jedis.Jedis;
 
 public class SpringModes {
 
-    private static final String MEMBER = "m";
-    private static final byte[] MEMBER_BYTES = MEMBER.getBytes(StandardCharsets.UTF_8);
+    private static final byte[] MEMBER_BYTES = SaddWorkload.MEMBER.getBytes(StandardCharsets.UTF_8);
     private static final int DEMO_SIZE = 100;
     private static final String DEMO_LIST = LabSupport.key("ch03", "spring", "list");
 
@@ -65,14 +65,8 @@ public class SpringModes {
     }
 
     static void bench(LabSupport.Settings s) throws Exception {
-        List<String> keys = new ArrayList<>(s.size());
-        for (int i = 0; i < s.size(); i++) {
-            keys.add(LabSupport.key("ch03", "spring", i));
-        }
-        List<String> demoKeys = new ArrayList<>(DEMO_SIZE);
-        for (int i = 0; i < DEMO_SIZE; i++) {
-            demoKeys.add(LabSupport.key("ch03", "spring", "demo", i));
-        }
+        List<String> keys = LabSupport.keys(s.size(), "ch03", "spring");
+        List<String> demoKeys = LabSupport.keys(DEMO_SIZE, "ch03", "spring", "demo");
         List<String> allKeys = new ArrayList<>(keys);
         allKeys.addAll(demoKeys);
         allKeys.add(DEMO_LIST);
@@ -130,13 +124,8 @@ public class SpringModes {
 
                 demo(s, report, template, demoKeys);
             } finally {
-                try {
-                    LabSupport.cleanup(s, allKeys);
-                } finally {
-                    if (factory != null) {
-                        factory.destroy();
-                    }
-                }
+                // Delete exactly our keys, and close the factory's connections and client, whatever happened.
+                LabSupport.cleanup(s, allKeys, factory, LettuceConnectionFactory::destroy);
             }
         }
         report.finish();
@@ -168,7 +157,7 @@ public class SpringModes {
         SetOperations<String, String> sets = template.opsForSet();
         long added = 0;
         for (String key : keys) {
-            Long reply = sets.add(key, MEMBER);
+            Long reply = sets.add(key, SaddWorkload.MEMBER);
             added += reply == null ? 0 : reply;
         }
         return added;
@@ -204,7 +193,7 @@ public class SpringModes {
             public <K, V> Object execute(RedisOperations<K, V> operations) {
                 SetOperations<String, String> sets = ((RedisOperations<String, String>) operations).opsForSet();
                 for (String key : keys) {
-                    sets.add(key, MEMBER); // returns null inside a pipeline; the reply is in the list
+                    sets.add(key, SaddWorkload.MEMBER); // returns null inside a pipeline; the reply is in the list
                 }
                 return null;
             }
@@ -318,7 +307,8 @@ public class SpringModes {
                 total[0] += end[0] - start[0] - 1; // less the INFO reading's own read
                 total[1] += end[1] - start[1] - 1; // and its own reply
                 total[2] += end[2] - start[2];
-                verify(jedis, keys, added[0]);
+                // Outside the timed region: every SADD reported a new member and every key exists.
+                SaddWorkload.verifyAdded(jedis, keys, added[0]);
             };
             Map<String, Long> before = LabSupport.commandCalls(s);
             LabSupport.Samples samples = LabSupport.measure(s, reset, task, verify);
@@ -347,18 +337,6 @@ public class SpringModes {
                 }
             }
             return values;
-        }
-    }
-
-    /** Outside the timed region: every SADD reported a new member and every key exists. */
-    static void verify(Jedis jedis, List<String> keys, long added) {
-        int n = keys.size();
-        if (added != n) {
-            throw LabSupport.failure(n + " SADDs reported " + added + " new members");
-        }
-        long existing = LabSupport.countExisting(jedis, keys);
-        if (existing != n) {
-            throw LabSupport.failure("after " + n + " SADDs only " + existing + " of the keys exist");
         }
     }
 }

@@ -9,12 +9,14 @@ import java.io.InputStream;
 import java.lang.management.ManagementFactory;
 import java.util.AbstractList;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
 import redis.clients.jedis.Jedis;
@@ -225,6 +227,20 @@ final class LabSupport {
         return sb.toString();
     }
 
+    /**
+     * `count` numbered lab keys: keys(3, "ch01", "sadd") is pipelab:ch01:sadd:0, :1 and :2,
+     * the N distinct keys of a workload such as chapters 1 and 3's SADDs.
+     */
+    static List<String> keys(int count, String chapter, Object... parts) {
+        Object[] numbered = Arrays.copyOf(parts, parts.length + 1);
+        List<String> keys = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            numbered[parts.length] = i;
+            keys.add(key(chapter, numbered));
+        }
+        return keys;
+    }
+
     /** Deletes exactly the given lab keys, a batch of names per UNLINK, all in one pipeline. */
     static void deleteKeys(Jedis jedis, List<String> keys) {
         for (String key : keys) {
@@ -252,6 +268,21 @@ final class LabSupport {
         } catch (RuntimeException e) {
             System.err.println("Warning: could not delete the lab's " + keys.size() + " keys at " + s.where()
                     + ": " + reason(e) + ".");
+        }
+    }
+
+    /**
+     * cleanup(), then the client shut down even if the cleanup failed: the finally block of
+     * an example whose client library starts threads of its own, which would otherwise keep
+     * the JVM running. `client` is null when its start-up failed; then only the keys go.
+     */
+    static <C> void cleanup(Settings s, List<String> keys, C client, Consumer<? super C> shutdown) {
+        try {
+            cleanup(s, keys);
+        } finally {
+            if (client != null) {
+                shutdown.accept(client);
+            }
         }
     }
 
