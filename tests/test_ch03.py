@@ -46,4 +46,6 @@ def test_littles_law_at_1ms_rtt(executed_notebooks, session):
     pool8 = rows[(1, "jedis_pool_8", 50)]
     lettuce = rows[(1, "lettuce_shared", 50)]
     assert 0.3 * bound_pool8 <= pool8 <= 1.05 * bound_pool8, pool8  # the proxy hop makes the real RTT longer
-    assert lettuce > 1.5 * bound_pool8, f"one shared connection with 50 threads: {lettuce} ops/ms"
+    # The shared connection keeps every waiting thread's command in flight, so it passes the pool's ceiling;
+    # compared with the pool measured in the same run, as both share the run's CPU and proxy.
+    assert lettuce > 1.5 * pool8, f"one shared connection with 50 threads: {lettuce} ops/ms, JedisPool(8): {pool8}"
