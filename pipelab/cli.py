@@ -9,7 +9,7 @@ import sys
 import time
 
 from . import book, jbang, proxy
-from .errors import LabError, friendly
+from .errors import friendly
 from .lab import Session
 from .paths import REPO, build_dir
 
@@ -38,8 +38,8 @@ def cmd_site(args) -> int:
     return 0
 
 
-def _hold(session: Session, child: list[str] | None, env: dict) -> int:
-    """Keep the session up while `child` runs (or until Ctrl-C), then stop everything."""
+def _hold(child: list[str] | None, env: dict) -> int:
+    """Run `child` (or wait for Ctrl-C) while the caller's session stays up."""
     if child is None:
         print("pipelab: press Ctrl-C to stop.", flush=True)
         while True:
@@ -53,11 +53,11 @@ def cmd_lab(args) -> int:
         print(f"pipelab: Redis at {session.endpoint.url}; RTT injection: {session.proxy_note}", flush=True)
         if args.no_jupyter:
             print(f"pipelab: for JBang examples: jbang ch01-ping {session.endpoint.host} {session.endpoint.port}")
-            return _hold(session, None, env)
+            return _hold(None, env)
         argv = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--ServerApp.root_dir={REPO}"]
         if os.geteuid() == 0:  # containers and training VMs often run as root; Jupyter refuses unless told
             argv.append("--allow-root")
-        return _hold(session, argv + [str(p.relative_to(REPO)) for p in book.notebooks()], env)
+        return _hold(argv + [str(p.relative_to(REPO)) for p in book.notebooks()], env)
 
 
 def cmd_serve(args) -> int:

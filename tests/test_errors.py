@@ -4,8 +4,6 @@ from __future__ import annotations
 import os
 import socket
 
-import pytest
-
 from pipelab.server import free_port
 from tests.conftest import run_cli
 
