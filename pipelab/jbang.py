@@ -128,6 +128,11 @@ class JavaRun:
         return self.data.get("clients", {})
 
     @property
+    def facts(self) -> dict:
+        """Observations that are not timings (an exception's class, a count read on the server)."""
+        return self.data.get("facts", {})
+
+    @property
     def wire(self) -> dict[str, dict[str, int]]:
         """Per mode, the commands the server executed (INFO commandstats deltas taken by the example)."""
         return self.data.get("wire", {})

@@ -461,7 +461,8 @@ final class LabSupport {
      * PIPELAB-RESULT {"example":...,"java_version":...,"clients":{...},"size":...,
      * "repeat":...,"warmup":...,"modes":{"mode":[seconds,...],...}
      * [,"ops":{"mode":commands per sample,...}] [,"cpu_s":{"mode":[client CPU seconds,...],...}]
-     * [,"wire":{"mode":{"command":calls over all the mode's iterations,...},...}]}
+     * [,"wire":{"mode":{"command":calls over all the mode's iterations,...},...}]
+     * [,"facts":{"name":"text" or number or boolean,...}]}
      * "ops" appears only when some mode's samples did not run `size` commands (then it lists
      * every mode); "cpu_s" for the modes measured by measure() on a JVM that reports its CPU
      * time, sample for sample as in "modes".
@@ -477,6 +478,7 @@ final class LabSupport {
         private final Map<String, Integer> ops = new LinkedHashMap<>();
         private final Map<String, List<Double>> cpu = new LinkedHashMap<>();
         private final Map<String, Map<String, Long>> wire = new LinkedHashMap<>();
+        private final Map<String, Object> facts = new LinkedHashMap<>();
 
         Report(Settings s) {
             this.s = s;
@@ -500,6 +502,18 @@ final class LabSupport {
         void wire(String mode, Map<String, Long> calls) {
             wire.put(mode, Map.copyOf(calls));
             System.out.println(String.format(Locale.ROOT, "%-20s on the wire: %s", labels.getOrDefault(mode, mode), calls));
+        }
+
+        /**
+         * Records an observation that is not a timing (what an exception said, how many commands
+         * the server applied): a String, a Number or a Boolean, printed and passed on as is.
+         */
+        void fact(String name, Object value) {
+            if (!(value instanceof String || value instanceof Number || value instanceof Boolean)) {
+                throw new IllegalArgumentException("a fact is a String, Number or Boolean: " + name);
+            }
+            facts.put(name, value);
+            System.out.println(String.format(Locale.ROOT, "%-20s %s", name + ":", value));
         }
 
         /** Records a mode whose every sample ran `size` commands. */
@@ -531,8 +545,8 @@ final class LabSupport {
 
         /** Human comparison of throughputs against the first mode, then the single machine line. */
         void finish() {
-            String baseline = modes.keySet().iterator().next();
-            double base = throughput(baseline);
+            String baseline = modes.isEmpty() ? null : modes.keySet().iterator().next();
+            double base = baseline == null ? 0 : throughput(baseline);
             modes.keySet().forEach(mode -> {
                 // Only modes that did the baseline's work compare; demonstrations do other work.
                 if (!mode.equals(baseline) && ops.get(mode).equals(ops.get(baseline))) {
@@ -587,6 +601,17 @@ final class LabSupport {
                         inner = ",";
                     }
                     sb.append('}');
+                    sep = ",";
+                }
+                sb.append('}');
+            }
+            if (!facts.isEmpty()) {
+                sb.append(",\"facts\":{");
+                sep = "";
+                for (Map.Entry<String, Object> e : facts.entrySet()) {
+                    Object v = e.getValue();
+                    sb.append(sep).append(quote(e.getKey())).append(':')
+                            .append(v instanceof String text ? quote(text) : String.valueOf(v));
                     sep = ",";
                 }
                 sb.append('}');
