@@ -53,6 +53,9 @@ def cmd_lab(args) -> int:
         print(f"pipelab: Redis at {session.endpoint.url}; RTT injection: {session.proxy_note}", flush=True)
         if args.no_jupyter:
             print(f"pipelab: for JBang examples: jbang ch01-ping {session.endpoint.host} {session.endpoint.port}")
+            if session.proxy_endpoint is not None:  # ch04-drop goes through the proxy and drives its API
+                print(f"pipelab: through toxiproxy: jbang ch04-drop {session.proxy_endpoint.host} "
+                      f"{session.proxy_endpoint.port} 20000 {session.toxiproxy.api_url} {proxy.PROXY_NAME}")
             return _hold(None, env)
         argv = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--ServerApp.root_dir={REPO}"]
         if os.geteuid() == 0:  # containers and training VMs often run as root; Jupyter refuses unless told

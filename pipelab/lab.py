@@ -8,8 +8,9 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis
 
@@ -119,6 +120,32 @@ class Link:
         return self.endpoint.client(**kwargs)
 
 
+@dataclass
+class Faults:
+    """Toxics on the lab's proxy: add() puts them on every connection, new or open; clear()
+    lifts them (a network blip that ends)."""
+
+    link: Link
+    toxiproxy: Toxiproxy
+    names: list = field(default_factory=list)
+
+    def add(self, *toxics: tuple) -> None:
+        """Each toxic a tuple (name, type, stream, {attributes}), e.g. ("cut", "reset_peer", "downstream", {"timeout": 100})."""
+        for name, kind, stream, attributes in toxics:
+            self.toxiproxy.add_toxic(name, kind, stream, **attributes)
+            self.names.append(name)
+
+    def clear(self) -> None:
+        for name in self.names:
+            self.toxiproxy.remove_toxic(name)
+        self.names = []
+
+    def clear_after(self, seconds: float) -> threading.Timer:
+        timer = threading.Timer(seconds, self.clear)
+        timer.start()
+        return timer
+
+
 class Lab:
     def __init__(self, description: dict, quick: bool, session: Session | None = None):
         self._session = session  # set only when this Lab started its own processes
@@ -127,6 +154,7 @@ class Lab:
         self.proxy_note = description.get("proxy_note", "")
         self.toxiproxy = Toxiproxy(description["toxiproxy_api"]) if description.get("toxiproxy_api") else None
         self.quick = quick
+        self.owned = bool(description.get("owned"))  # the lab started this Redis: it may reconfigure it
         self._java_clients: dict = {}
 
     # --- sizes and connections -------------------------------------------------------------
@@ -162,6 +190,19 @@ class Lab:
             raise LabError(f"No proxy: {self.proxy_note}")
         self.toxiproxy.set_rtt(0)
         yield Link(self.proxy_endpoint, 0, True)
+
+    @contextmanager
+    def faults(self):
+        """Yield a Faults: a link through the proxy on which toxics can be put (Faults.add) and
+        lifted (Faults.clear); whatever is left is lifted when the block ends."""
+        if not self.rtt_available:
+            raise LabError(f"Cannot inject network faults: {self.proxy_note}")
+        self.toxiproxy.set_rtt(0)
+        faults = Faults(Link(self.proxy_endpoint, 0, True), self.toxiproxy)
+        try:
+            yield faults
+        finally:
+            faults.clear()
 
     # --- measuring ------------------------------------------------------------------------
     measure = staticmethod(measure)

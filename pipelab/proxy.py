@@ -153,6 +153,18 @@ class Toxiproxy:
         for toxic in plan:
             self._call("POST", f"/proxies/{PROXY_NAME}/toxics", dict(toxic, toxicity=1.0))
 
+    def add_toxic(self, name: str, kind: str, stream: str, **attributes) -> None:
+        """One toxic on the lab's proxy, e.g. add_toxic("cut", "reset_peer", "upstream", timeout=100)."""
+        self._call("POST", f"/proxies/{PROXY_NAME}/toxics",
+                   {"name": name, "type": kind, "stream": stream, "toxicity": 1.0, "attributes": attributes})
+
+    def remove_toxic(self, name: str) -> None:
+        try:
+            self._call("DELETE", f"/proxies/{PROXY_NAME}/toxics/{name}")
+        except urllib.error.HTTPError as err:
+            if err.code != 404:  # already gone is fine
+                raise
+
     def stop(self) -> None:
         if self.proc is None:  # someone else's toxiproxy: leave it clean, not stopped
             try:

@@ -23,6 +23,13 @@ PUBLISHED = {
     "jmh_spring_50": {"value": 381.857, "unit": "num", "source": JMH},
     "reads_per_unpipelined_command": {"value": 1.0, "unit": "num",
                                       "source": "redis.io: each unpipelined command costs a read() and a write()"},
+    "lrem_growth_1k_to_1m": {"value": 1000.0, "unit": "x",
+                             "source": "redis.io, LREM: time complexity O(N+M), N the list's length (1k to 1M elements: 1000x)"},
+    "ltrim_growth_1k_to_1m": {"value": 1.0, "unit": "x",
+                              "source": "redis.io, LTRIM: time complexity O(N), N the elements removed (one per command here)"},
+    "multi_foreign_commands": {"value": 0, "unit": "count",
+                               "source": "redis.io, Transactions: a request by another client is never served in the "
+                                         "middle of a transaction's execution"},
 }
 
 

@@ -71,6 +71,14 @@ CLAIMS: dict[str, list[Claim]] = {
         Claim("Spring Data Redis on Lettuce, 50 threads, ops/ms", "ch03/jmh", "spring_50_loopback", "num",
               "jmh_spring_50"),
     ],
+    "ch04": [
+        Claim("LREM server time per call, largest list ÷ 1,000 elements", "ch04/lrem", "lrem_growth", "x",
+              "lrem_growth_1k_to_1m"),
+        Claim("LTRIM server time per call, largest list ÷ 1,000 elements", "ch04/lrem", "ltrim_growth", "x",
+              "ltrim_growth_1k_to_1m"),
+        Claim("Another client's entries inside a MULTI/EXEC block (most in any trial)", "ch04/interleave",
+              "multi_inside_max", "count", "multi_foreign_commands"),
+    ],
 }
 
 
@@ -78,7 +86,7 @@ def rows(chapter: str, base: Path | None = None) -> list[dict]:
     out = []
     for claim in CLAIMS.get(chapter, []):
         mine = results.summary_value(claim.result, claim.key, base)
-        ratio = (mine["value"] / claim.published_value()) if mine and mine.get("value") else None
+        ratio = (mine["value"] / claim.published_value()) if mine and mine.get("value") and claim.published_value() else None
         out.append({"label": claim.label, "published": results.format_value(claim.published_value(), claim.unit),
                     "source": claim.source(), "ratio": ratio,
                     "yours": mine["text"] if mine and mine.get("value") is not None else "not measured yet"})

@@ -50,3 +50,52 @@ def test_docker_compose_config_accepts_the_file():
         pytest.skip("docker-compose (v1, Debian's package) is not installed; `make test` installs it as root")
     done = subprocess.run([tool, "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
+
+
+CLUSTER_NODES = {"cluster-1": 17000, "cluster-2": 17001, "cluster-3": 17002}
+
+
+def option(command: list, name: str) -> str:
+    return command[command.index(name) + 1]
+
+
+def test_the_cluster_profile_is_opt_in_and_leaves_the_default_services_alone():
+    profiled = {name for name, svc in services().items() if "cluster" in svc.get("profiles", [])}
+    assert profiled == set(CLUSTER_NODES) | {"cluster-init"}
+    assert all("profiles" not in services()[name] for name in ("redis", "toxiproxy"))
+
+
+def test_cluster_nodes_announce_host_reachable_addresses_and_keep_nothing():
+    for name, port in CLUSTER_NODES.items():
+        svc = services()[name]
+        command = svc["command"]
+        assert svc["image"] == services()["redis"]["image"]
+        assert option(command, "--cluster-enabled") == "yes"
+        assert option(command, "--save") == "" and option(command, "--appendonly") == "no"
+        assert option(command, "--cluster-config-file").startswith("/tmp/")  # not the image's /data volume
+        # MOVED/ASK must name an address the host can dial: 127.0.0.1 and the published port.
+        assert option(command, "--cluster-announce-hostname") == "127.0.0.1"
+        assert option(command, "--cluster-preferred-endpoint-type") == "hostname"
+        assert "--cluster-announce-ip" not in command  # it would point the bus at each container itself
+        assert int(option(command, "--port")) == port
+        assert svc["ports"] == [f"127.0.0.1:{port}:{port}"]  # client port only; the bus stays inside
+
+
+def test_cluster_init_forms_all_three_nodes_once():
+    init = services()["cluster-init"]
+    script = init["command"][0]
+    assert set(init["depends_on"]) == set(CLUSTER_NODES) and init["restart"] == "no"
+    assert "--cluster create" in script and "--cluster-yes" in script
+    assert all(f"{name}:{port}" in script for name, port in CLUSTER_NODES.items())
+    assert "cluster_state:ok" in script  # a second `up` must not try to form it again
+    assert "$" not in script.replace("$$", ""), "compose would interpolate a bare $ in the init script"
+
+
+def test_docker_compose_config_accepts_the_cluster_profile():
+    tool = shutil.which("docker-compose")
+    if not tool:
+        pytest.skip("docker-compose (v1, Debian's package) is not installed; `make test` installs it as root")
+    done = subprocess.run([tool, "-f", str(COMPOSE), "--profile", "cluster", "config", "--services"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert set(done.stdout.split()) == {"redis", "toxiproxy", *CLUSTER_NODES, "cluster-init"}

@@ -7,10 +7,48 @@ from pipelab import jbang
 from pipelab.errors import LabError
 
 ALIASES = sorted(jbang.catalog_aliases())
-# Arguments after host and port for a quick run; None: the chapter's notebook test runs it (JMH, ~30 s).
+# Arguments after host and port for a quick run; None: the chapter's notebook test runs it (JMH takes
+# ~30 s; ch04-drop needs the proxy and its API).
 QUICK_ARGS = {"ch01-ping": (300, 3), "ch01-sadd": (300, 2), "ch02-depth": (2000, 2),
               "ch03-jedis": (1000, 2), "ch03-lettuce": (1000, 2), "ch03-spring": (1000, 2),
-              "ch03-redisson": (1000, 2), "ch03-jmh": None}
+              "ch03-redisson": (1000, 2), "ch03-jmh": None, "ch04-lrem": (100_000, 2), "ch04-errors": (1, 2),
+              "ch04-timeout": (100_000, 1), "ch04-drop": None}
+
+
+def lrem_grows_ltrim_stays_flat(run) -> None:
+    usec = {way: {int(k.rsplit("_", 1)[1]): v for k, v in run.facts.items() if k.startswith(f"{way}_usec_per_call_")}
+            for way in ("lrem", "ltrim")}
+    small, large = min(usec["lrem"]), max(usec["lrem"])
+    assert large >= 100 * small, usec
+    assert usec["lrem"][large] >= 5 * usec["lrem"][small], usec
+    # LTRIM removes one element whatever the length; commandstats counts whole microseconds.
+    assert usec["ltrim"][large] <= 3 * usec["ltrim"][small] + 1, usec
+    m = run.measurements()
+    assert m[f"lrem_{large}"].median > 10 * m[f"ltrim_{large}"].median, m
+
+
+def bad_command_runs_the_rest(run) -> None:
+    clients = ("jedis", "lettuce", "redisson", "spring")
+    for c in clients:
+        assert run.facts[f"{c}_later_commands_ran"] is True, f"{c}: the commands after the failed one ran"
+        assert run.facts[f"{c}_wrongtype_seen"] is True, f"{c} surfaced the WRONGTYPE error"
+        assert run.facts[f"{c}_server_failed_calls"] == 1, run.facts
+        assert {"set", "lpush", "incr", "get"} <= set(run.wire[c]), run.wire[c]
+    # Which clients keep the good commands' results is the finding; Spring on Lettuce loses them.
+    assert [run.facts[f"{c}_good_results_available"] for c in clients] == [True, True, True, False], run.facts
+
+
+def a_timeout_is_not_a_failure_of_the_work(run) -> None:
+    f, size = run.facts, run.data["size"]
+    assert f["redisson_timeout_no_retry_outcome"].startswith("RedisResponseTimeoutException"), f
+    assert f["redisson_timeout_no_retry_applied"] > 0, "the server applied the batch the client gave up on"
+    assert f["redisson_timeout_no_retry_set_calls"] == size, f
+    assert f["redisson_timeout_default_retry_set_calls"] > size, "Redisson re-sent the timed-out batch"
+    assert "redisson_small_batches" in run.measurements(), "cut into batches, the work went through"
+
+
+DIRECTIONS = {"ch04-lrem": lrem_grows_ltrim_stays_flat, "ch04-errors": bad_command_runs_the_rest,
+              "ch04-timeout": a_timeout_is_not_a_failure_of_the_work}
 
 
 def pipelining_wins(alias: str, measurements: dict) -> None:
@@ -42,7 +80,7 @@ def test_every_alias_has_a_quick_run():
 
 
 @pytest.mark.parametrize("alias", ALIASES)
-def test_example_runs_quick_and_pipelining_wins(alias, jdk, lab):
+def test_example_runs_quick_and_shows_its_direction(alias, jdk, lab):
     if QUICK_ARGS[alias] is None:
         pytest.skip(f"{alias} runs in its chapter's notebook test")
     size, repeat = QUICK_ARGS[alias]
@@ -51,7 +89,10 @@ def test_example_runs_quick_and_pipelining_wins(alias, jdk, lab):
     assert run.clients and all(run.clients.values()), "each example reports its client versions"
     measurements = run.measurements()
     assert all(len(m.samples) == repeat for m in measurements.values())
-    pipelining_wins(alias, measurements)
+    if alias in DIRECTIONS:
+        DIRECTIONS[alias](run)
+    else:
+        pipelining_wins(alias, measurements)
     with lab.client() as client:
         assert client.dbsize() == 0, "the example left keys behind"
 

@@ -1,0 +1,587 @@
+///usr/bin/env jbang "$0" "$@" ; exit $?
+//JAVA 17+
+//DEPS redis.clients:jedis:8.0.2
+//DEPS io.lettuce:lettuce-core:7.7.0.RELEASE
+//DEPS org.slf4j:slf4j-simple:2.0.17
+//JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
+//SOURCES ../common/LabSupport.java
+
+// Chapter 4: a connection that drops in the middle of a pipeline. The example talks to Redis
+// through a toxiproxy proxy and adds two toxics of its own, through toxiproxy's HTTP API,
+// just before each pipeline:
+//   bandwidth  upstream (client -> Redis), so the pipeline reaches Redis slowly: at full
+//              speed it would take PASS_MS to get through;
+//   reset_peer downstream (Redis -> client), timeout RESET_AFTER_MS: it swallows Redis's
+//              replies and, RESET_AFTER_MS after the first of them, closes the client's
+//              connection; the proxy then closes its connection to Redis too.
+// So Redis applies the first part of the pipeline and never sees the rest, and the client
+// gets none of the replies. Each pipeline is N x INCR of one counter per scenario
+// (pipelab:ch04:java:drop:<scenario>), so the counter, read after the toxics are gone and
+// Redis has closed the dropped connection, is exactly the number of commands applied.
+//
+// Why reset_peer goes downstream: toxiproxy's ResetToxic.Pipe takes the first chunk that
+// reaches it, drops it, waits out its timeout and closes, forwarding nothing. Upstream it
+// would swallow the pipeline's first bytes and let nothing through, so Redis would apply
+// nothing at all. Downstream it swallows replies, which is what a dropped connection does
+// to replies anyway, and its clock starts when Redis sends the first one.
+//
+// Scenarios:
+//   pipeline     a Jedis Pipeline, N INCRs, sync(): it throws, and the counter shows how
+//                many of the N the server applied anyway (0 < k < N);
+//   blind_retry  the application re-sends the whole pipeline on a new connection: the
+//                counter ends at k + N, k commands applied twice;
+//   transaction  the same N INCRs inside MULTI ... EXEC (a Jedis Transaction): Redis queues
+//                them and discards the queue when the connection closes before EXEC, so
+//                nothing is applied; re-sending the transaction applies exactly N;
+//   lettuce      the same pipeline through Lettuce (async API, auto-flush off, one
+//                flushCommands()) with its default ClientOptions: it reconnects by itself
+//                and re-sends every command that had no reply yet.
+//
+//   jbang ch04-drop [host] [port] [size] [toxiproxy-api-url] [proxy-name]
+//                   (defaults 127.0.0.1 16381 20000 http://127.0.0.1:8474 pipelab-redis)
+//
+// host and port are the proxy's listen address (the docker compose lab's proxy listens on
+// 16381), not Redis's; the example checks that the named proxy listens on that port. The
+// toxics affect every connection through that proxy while they exist, so run nothing else
+// through it meanwhile. size is at least 5000: toxiproxy moves data in chunks of up to
+// 32 KB, and a smaller pipeline would reach Redis whole before the drop.
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisFuture;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.event.connection.ConnectionDeactivatedEvent;
+import io.lettuce.core.event.connection.ReconnectAttemptEvent;
+
+import redis.clients.jedis.Jedis;
+import redis.clients.jedis.Pipeline;
+import redis.clients.jedis.Response;
+import redis.clients.jedis.Transaction;
+
+public class PartialPipeline {
+
+    static final String EXAMPLE = "ch04-drop";
+    static final String USAGE = "usage: jbang " + EXAMPLE + " [host] [port] [size] [toxiproxy-api-url] [proxy-name]"
+            + " (defaults 127.0.0.1 16381 20000 http://127.0.0.1:8474 pipelab-redis)";
+    static final int DEFAULT_PROXY_PORT = 16381; // docker-compose.yml's toxiproxy
+    static final int DEFAULT_SIZE = 20_000;
+    static final int MIN_SIZE = 5_000;
+    static final String DEFAULT_API = "http://127.0.0.1:8474";
+    static final String DEFAULT_PROXY = "pipelab-redis";
+
+    /** How long the whole pipeline would take to pass the bandwidth toxic; sets its rate. */
+    static final long PASS_MS = 1_200;
+    /** reset_peer's timeout: the drop comes this long after Redis's first reply, a quarter of PASS_MS. */
+    static final long RESET_AFTER_MS = 300;
+    /** Upper bound for every wait on a drop, a reconnect or Redis closing a connection. */
+    static final Duration WAIT = Duration.ofSeconds(10);
+
+    /** Toxic names carry this prefix; leftovers of an interrupted run are removed at start. */
+    static final String TOXIC_PREFIX = "pipelab-ch04-drop-";
+
+    public static void main(String[] args) {
+        if (args.length > 0 && (args[0].equals("-h") || args[0].equals("--help"))) {
+            System.out.println(USAGE);
+            System.exit(0);
+        }
+        // Checked here so that a mistake is reported with this example's usage line, not
+        // LabSupport's (which has repeat and warm-up where this one has toxiproxy's API and proxy).
+        String problem = args.length > 5 ? "expected at most 5 arguments but got " + args.length
+                : args.length > 1 && !inRange(args[1], 1, 65_535) ? "port must be an integer from 1 to 65535, not '" + args[1] + "'"
+                : args.length > 2 && !inRange(args[2], MIN_SIZE, 10_000_000) ? "size must be an integer from " + MIN_SIZE
+                        + " to 10000000, not '" + args[2] + "' (toxiproxy moves data in chunks of up to 32 KB, and a"
+                        + " smaller pipeline would reach Redis whole before the drop)"
+                : null;
+        if (problem != null) {
+            System.err.println(EXAMPLE + ": " + problem + "; " + USAGE + ".");
+            System.exit(2);
+        }
+        // Arguments 4 and 5 are this example's own; LabSupport parses host, port and size and
+        // gets repeat 1, warm-up 0: every scenario runs once, and the first run is the point.
+        String[] lab = {
+                args.length > 0 ? args[0] : LabSupport.DEFAULT_HOST,
+                args.length > 1 ? args[1] : String.valueOf(DEFAULT_PROXY_PORT),
+                args.length > 2 ? args[2] : String.valueOf(DEFAULT_SIZE),
+                "1", "0"};
+        LabSupport.run(EXAMPLE, lab, DEFAULT_SIZE, 1, s -> run(s, args));
+    }
+
+    private static boolean inRange(String raw, int min, int max) {
+        try {
+            int value = Integer.parseInt(raw.trim().replace("_", ""));
+            return value >= min && value <= max;
+        } catch (NumberFormatException e) {
+            return false;
+        }
+    }
+
+    static void run(LabSupport.Settings s, String[] args) throws Exception {
+        Toxiproxy toxiproxy = new Toxiproxy(args.length > 3 ? args[3].trim() : DEFAULT_API,
+                args.length > 4 ? args[4].trim() : DEFAULT_PROXY);
+        toxiproxy.check(s.port()); // reachable, the proxy exists and is the one we talk through
+
+        String pipelineKey = LabSupport.key("ch04", "java", "drop", "pipeline");
+        String transactionKey = LabSupport.key("ch04", "java", "drop", "transaction");
+        String lettuceKey = LabSupport.key("ch04", "java", "drop", "lettuce");
+        List<String> keys = List.of(pipelineKey, transactionKey, lettuceKey);
+        int n = s.size();
+
+        LabSupport.Report report = new LabSupport.Report(s)
+                .client("jedis", LabSupport.versionOf(Jedis.class, "redis.clients", "jedis", "8.0.2"))
+                // The manifest says e.g. "7.7.0.RELEASE/1960d49": keep the version, drop the commit.
+                .client("lettuce", LabSupport.versionOf(RedisClient.class, "io.lettuce", "lettuce-core",
+                        "7.7.0.RELEASE").split("/")[0]);
+
+        // The control connection: safety check, counters, CLIENT LIST. It is idle whenever
+        // toxics are in place, so reset_peer (which waits for a reply) never fires on it.
+        try (Jedis control = LabSupport.connect(s)) {
+            LabSupport.requireLabOnly(control, s);
+            LabSupport.deleteKeys(control, keys); // a counter left by an interrupted run would skew the counts
+            RedisClient lettuce = null;
+            try {
+                report.header(n + " INCRs per pipeline through toxiproxy '" + toxiproxy.proxy
+                        + "', dropped after ~" + RESET_AFTER_MS + " ms of a " + PASS_MS + " ms transfer");
+
+                // 1. The pipeline that breaks.
+                long k = jedisPipeline(report, s, toxiproxy, control, pipelineKey);
+                // 2. The application does not know which of the N took effect, and sends them all again.
+                blindRetry(report, s, control, pipelineKey, k);
+                // 3. The same work as a transaction: all or nothing, so a retry is safe.
+                transaction(report, s, toxiproxy, control, transactionKey);
+                // 4. Lettuce, which retries by itself.
+                lettuce = RedisClient.create(RedisURI.builder().withHost(s.host()).withPort(s.port()).build());
+                lettucePipeline(report, s, toxiproxy, control, lettuce, lettuceKey);
+            } finally {
+                // Toxics first: the cleanup goes through the proxy too.
+                toxiproxy.removeOurs();
+                LabSupport.cleanup(s, keys, lettuce, c -> c.shutdown(Duration.ZERO, Duration.ofSeconds(2)));
+            }
+        }
+        report.finish();
+    }
+
+    // ---------------------------------------------------------------- scenarios
+
+    /** Scenario 1: N INCRs in a Jedis Pipeline while the connection drops. Returns k, the INCRs applied. */
+    static long jedisPipeline(LabSupport.Report report, LabSupport.Settings s, Toxiproxy toxiproxy,
+                              Jedis control, String key) throws Exception {
+        int n = s.size();
+        List<Response<Long>> replies = new ArrayList<>(n);
+        String failedIn = "nowhere";
+        Exception error = null;
+        long elapsed;
+        // Connected, handshake done (CLIENT SETINFO), before the toxics exist: they act on the pipeline only.
+        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+            long id = jedis.clientId();
+            toxiproxy.addDrop(n * (long) incrBytes(key));
+            long start = System.nanoTime();
+            try {
+                // No try-with-resources: Pipeline#close() would sync() again on the broken connection.
+                Pipeline pipeline = jedis.pipelined();
+                failedIn = "queueing"; // Jedis writes whenever its 8 KB output buffer is full
+                for (int i = 0; i < n; i++) {
+                    replies.add(pipeline.incr(key));
+                }
+                failedIn = "sync";     // flush, then read all N replies (Connection#getMany)
+                pipeline.sync();
+                failedIn = "nowhere";
+            } catch (Exception e) {
+                error = e;
+            }
+            elapsed = (System.nanoTime() - start) / 1_000_000;
+            toxiproxy.removeDrop();
+            awaitServerClosed(control, id);
+        }
+        if (error == null) {
+            throw LabSupport.failure("the pipeline of " + n + " INCRs went through although the proxy was to drop it;"
+                    + " are host and port the address of proxy '" + toxiproxy.proxy + "'?");
+        }
+        long applied = counter(control, key);
+        report.fact("bandwidth_kb_s", toxiproxy.lastRate);
+        report.fact("reset_after_ms", RESET_AFTER_MS);
+        report.fact("pipeline_exception", describe(error));
+        report.fact("pipeline_failed_in", failedIn);
+        report.fact("pipeline_failed_after_ms", elapsed);
+        report.fact("pipeline_replies_received", received(replies));
+        report.fact("pipeline_applied", applied);
+        return applied;
+    }
+
+    /**
+     * Scenario 2: what a retry loop around scenario 1 does. The exception says nothing about
+     * how far the pipeline got, and the Response objects are all empty, so the application
+     * sends the N commands again, now without toxics. Non-idempotent commands (INCR, LPUSH,
+     * XADD ...) that had already been applied take effect twice.
+     */
+    static void blindRetry(LabSupport.Report report, LabSupport.Settings s, Jedis control, String key, long k) {
+        int n = s.size();
+        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+            Pipeline pipeline = jedis.pipelined();
+            Response<Long> last = null;
+            for (int i = 0; i < n; i++) {
+                last = pipeline.incr(key);
+            }
+            pipeline.sync();
+            long counter = counter(control, key);
+            if (last.get() != counter) {
+                throw LabSupport.failure("the last INCR of the retry returned " + last.get() + " but the counter is " + counter);
+            }
+            report.fact("blind_retry_counter", counter);
+            report.fact("blind_retry_applied_twice", counter - n);
+        }
+    }
+
+    /**
+     * Scenario 3: MULTI, the N INCRs, EXEC, under the same toxics. Redis only queues commands
+     * after MULTI; EXEC never arrives, and when the connection closes, freeing the client
+     * discards its queue. Jedis would not even have sent EXEC: Transaction#exec() first reads
+     * the +OK and the N QUEUED replies (Connection#getMany) and only then writes EXEC.
+     * Then the transaction is sent again, without toxics: exactly N.
+     */
+    static void transaction(LabSupport.Report report, LabSupport.Settings s, Toxiproxy toxiproxy,
+                            Jedis control, String key) throws Exception {
+        int n = s.size();
+        Exception error = null;
+        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+            long id = jedis.clientId();
+            toxiproxy.addDrop(n * (long) incrBytes(key) + 2 * 15); // + MULTI and EXEC, 15 bytes each
+            try {
+                // As with the pipeline, no try-with-resources: close() would DISCARD on a dead connection.
+                Transaction tx = jedis.multi();
+                for (int i = 0; i < n; i++) {
+                    tx.incr(key);
+                }
+                tx.exec();
+            } catch (Exception e) {
+                error = e;
+            }
+            toxiproxy.removeDrop();
+            awaitServerClosed(control, id);
+        }
+        if (error == null) {
+            throw LabSupport.failure("the transaction of " + n + " INCRs went through although the proxy was to drop it");
+        }
+        report.fact("transaction_exception", describe(error));
+        report.fact("transaction_applied", counter(control, key));
+
+        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+            Transaction tx = jedis.multi();
+            for (int i = 0; i < n; i++) {
+                tx.incr(key);
+            }
+            List<Object> results = tx.exec();
+            if (results == null || results.size() != n) {
+                throw LabSupport.failure("the retried transaction returned " + (results == null ? "null" : results.size() + " results"));
+            }
+        }
+        report.fact("transaction_retry_counter", counter(control, key));
+    }
+
+    /**
+     * Scenario 4: the pipeline through Lettuce, default ClientOptions (autoReconnect true).
+     * DefaultEndpoint then works AT_LEAST_ONCE: when the channel goes inactive,
+     * CommandHandler#channelInactive hands every command still waiting for its reply to
+     * DefaultEndpoint#notifyDrainQueuedCommands, which keeps them in its disconnectedBuffer;
+     * ConnectionWatchdog reconnects (delays 1, 2, 4 ... ms, Delay.exponential()) and the
+     * buffered commands are written again on the new connection. The futures cannot tell a
+     * first delivery from a second one.
+     *
+     * The example removes the toxics as soon as Lettuce reports the drop. A reconnect attempt
+     * made while they were still in place loses its handshake reply to reset_peer and is
+     * dropped too; the next one gets through.
+     */
+    static void lettucePipeline(LabSupport.Report report, LabSupport.Settings s, Toxiproxy toxiproxy,
+                                Jedis control, RedisClient client, String key) throws Exception {
+        int n = s.size();
+        CountDownLatch dropped = new CountDownLatch(1);
+        AtomicInteger reconnectAttempts = new AtomicInteger();
+        client.getResources().eventBus().get().subscribe(event -> {
+            if (event instanceof ConnectionDeactivatedEvent) {
+                dropped.countDown();
+            } else if (event instanceof ReconnectAttemptEvent) {
+                reconnectAttempts.incrementAndGet();
+            }
+        });
+        StatefulRedisConnection<String, String> connection = client.connect();
+        long id = connection.sync().clientId();
+        List<RedisFuture<Long>> futures = new ArrayList<>(n);
+        toxiproxy.addDrop(n * (long) incrBytes(key));
+        RedisAsyncCommands<String, String> async = connection.async();
+        connection.setAutoFlushCommands(false);
+        try {
+            for (int i = 0; i < n; i++) {
+                futures.add(async.incr(key));
+            }
+            connection.flushCommands();
+        } finally {
+            connection.setAutoFlushCommands(true);
+        }
+        if (!dropped.await(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw LabSupport.failure("Lettuce's connection was not dropped within " + WAIT.toSeconds() + " s;"
+                    + " are host and port the address of proxy '" + toxiproxy.proxy + "'?");
+        }
+        toxiproxy.removeDrop();
+        // Every future completes, with a reply after the re-send or with an error; the command
+        // timeout (60 s, TimeoutOptions) bounds the wait. Not LettuceFutures.awaitAll: it
+        // throws at the first failed future, and we want to count them all.
+        int ok = 0;
+        int failed = 0;
+        long lowest = Long.MAX_VALUE;
+        String firstError = null;
+        long deadline = System.nanoTime() + Duration.ofSeconds(70).toNanos();
+        for (RedisFuture<Long> future : futures) {
+            try {
+                lowest = Math.min(lowest, future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS));
+                ok++;
+            } catch (ExecutionException | CancellationException | TimeoutException e) {
+                failed++;
+                Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+                firstError = firstError == null ? describe(cause) : firstError;
+            }
+        }
+        awaitServerClosed(control, id); // the old connection: its last applied INCRs are in the count
+        long counter = counter(control, key);
+        connection.close();
+        report.fact("lettuce_futures_ok", ok);
+        report.fact("lettuce_futures_failed", failed);
+        if (firstError != null) {
+            report.fact("lettuce_first_error", firstError);
+        }
+        report.fact("lettuce_reconnect_attempts", reconnectAttempts.get());
+        // An INCR reply is the counter after that INCR, so the lowest reply - 1 is the counter
+        // when the first re-sent command ran: what the dropped connection had applied, which
+        // no future reported.
+        report.fact("lettuce_counter_before_resend", ok > 0 ? lowest - 1 : -1);
+        report.fact("lettuce_counter", counter);
+        report.fact("lettuce_duplicates", counter - n);
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    /** Bytes of one INCR in RESP: *2 $4 INCR $len key, each line ending in CRLF. */
+    static int incrBytes(String key) {
+        int keyLength = key.getBytes(StandardCharsets.UTF_8).length;
+        return ("*2\r\n$4\r\nINCR\r\n$" + keyLength + "\r\n").length() + keyLength + 2;
+    }
+
+    /** The counter's value; a key that was never written counts 0. */
+    static long counter(Jedis control, String key) {
+        String value = control.get(key);
+        return value == null ? 0 : Long.parseLong(value);
+    }
+
+    /** Pipeline Responses that got a value: Connection#getMany hands out none when a read fails. */
+    static int received(List<Response<Long>> replies) {
+        int count = 0;
+        for (Response<Long> reply : replies) {
+            try {
+                reply.get();
+                count++;
+            } catch (RuntimeException notSet) {
+                // "Please close pipeline or multi block before calling this method."
+            }
+        }
+        return count;
+    }
+
+    /**
+     * Waits until Redis no longer lists the dropped connection: it has read and applied all it
+     * will ever get from it, so a counter read afterwards is final. (The proxy delivers the
+     * data it was still holding before it closes its side towards Redis.)
+     */
+    static void awaitServerClosed(Jedis control, long clientId) throws InterruptedException {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (!control.clientList(clientId).isBlank()) {
+            if (System.nanoTime() > deadline) {
+                throw LabSupport.failure("Redis still has the dropped connection (client id " + clientId + ") open after "
+                        + WAIT.toSeconds() + " s, so its counter is not final");
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    /** "JedisConnectionException: java.net.SocketException: Connection reset", one line. */
+    static String describe(Throwable e) {
+        String message = e.getMessage();
+        if ((message == null || message.isBlank()) && e.getCause() != null) {
+            message = e.getCause().toString();
+        }
+        return e.getClass().getSimpleName() + (message == null ? "" : ": " + message.strip().replaceAll("\\s+", " "));
+    }
+
+    // ---------------------------------------------------------------- toxiproxy
+
+    /**
+     * The few calls of toxiproxy's HTTP API the example needs, with java.net.http. Toxics are
+     * added to and removed from the named proxy only, and only the example's own (by name).
+     */
+    static final class Toxiproxy {
+        private static final Pattern LISTEN = Pattern.compile("\"listen\"\\s*:\\s*\"([^\"]*)\"");
+        private static final Pattern NAME = Pattern.compile("\"name\"\\s*:\\s*\"([^\"]*)\"");
+        static final String BANDWIDTH = TOXIC_PREFIX + "bandwidth";
+        static final String RESET = TOXIC_PREFIX + "reset";
+
+        final String api;
+        final String proxy;
+        final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+        long lastRate;
+
+        Toxiproxy(String api, String proxy) {
+            this.api = api.endsWith("/") ? api.substring(0, api.length() - 1) : api;
+            this.proxy = proxy;
+            try {
+                URI uri = new URI(this.api);
+                if (!("http".equals(uri.getScheme()) || "https".equals(uri.getScheme())) || uri.getHost() == null) {
+                    throw new URISyntaxException(api, "not an http:// URL");
+                }
+            } catch (URISyntaxException e) {
+                throw new LabSupport.Stop(2, EXAMPLE + ": toxiproxy-api-url must be an http URL such as "
+                        + DEFAULT_API + ", not '" + api + "'; " + USAGE + ".");
+            }
+            if (!proxy.matches("[A-Za-z0-9._-]+")) {
+                throw new LabSupport.Stop(2, EXAMPLE + ": proxy-name must be a toxiproxy proxy name such as "
+                        + DEFAULT_PROXY + ", not '" + proxy + "'; " + USAGE + ".");
+            }
+        }
+
+        /**
+         * The API answers, the proxy exists and listens on the port we connect to, and carries no
+         * toxics but ours (a latency toxic left by another run would change what arrives when).
+         */
+        void check(int port) {
+            String body;
+            try {
+                body = call("GET", "/proxies/" + proxy, null, 200, 404);
+            } catch (IOException e) {
+                throw new LabSupport.Stop(4, "Cannot reach the toxiproxy API at " + api + ": "
+                        + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage())
+                        + ". Start toxiproxy (docker compose up) or pass its API URL as the 4th argument.");
+            }
+            if (body == null) {
+                throw new LabSupport.Stop(2, "Toxiproxy at " + api + " has no proxy named '" + proxy
+                        + "'; create it in front of Redis or pass its name as the 5th argument.");
+            }
+            Matcher listen = LISTEN.matcher(body);
+            if (!listen.find() || !listen.group(1).endsWith(":" + port)) {
+                throw new LabSupport.Stop(2, "Proxy '" + proxy + "' listens on "
+                        + (listen.find(0) ? listen.group(1) : "an unknown address") + ", not on port " + port
+                        + "; pass the proxy's listen address as host and port.");
+            }
+            removeOurs(); // leftovers of an interrupted run
+            List<String> others = toxicNames();
+            if (!others.isEmpty()) {
+                throw new LabSupport.Stop(2, "Proxy '" + proxy + "' already has toxics " + others
+                        + "; remove them first, they would change what reaches Redis.");
+            }
+        }
+
+        /**
+         * The two toxics for a transfer of `bytes`: a rate (KB/s = bytes per ms) at which it
+         * would take PASS_MS, and the reset RESET_AFTER_MS after the first reply. Existing
+         * connections get them too (toxiproxy adds a toxic to every link of the proxy).
+         */
+        void addDrop(long bytes) throws IOException {
+            lastRate = Math.max(1, (bytes + PASS_MS - 1) / PASS_MS);
+            add(BANDWIDTH, "bandwidth", "upstream", "{\"rate\":" + lastRate + "}");
+            add(RESET, "reset_peer", "downstream", "{\"timeout\":" + RESET_AFTER_MS + "}");
+        }
+
+        /**
+         * Removes both, reset first so that no new connection gets it. Deleting a reset_peer
+         * whose clock is running waits for it to fire (its Pipe cannot be interrupted while it
+         * sleeps); deleting the bandwidth toxic lets the data it still holds through at once.
+         */
+        void removeDrop() throws IOException {
+            remove(RESET);
+            remove(BANDWIDTH);
+        }
+
+        /** For finally blocks: our toxics gone, and a problem reported rather than thrown. */
+        void removeOurs() {
+            try {
+                for (String name : toxicNames()) {
+                    if (name.startsWith(TOXIC_PREFIX)) {
+                        remove(name);
+                    }
+                }
+            } catch (IOException | RuntimeException e) {
+                System.err.println("Warning: could not remove toxics " + TOXIC_PREFIX + "* from proxy '" + proxy
+                        + "' at " + api + ": " + e.getMessage());
+            }
+        }
+
+        private List<String> toxicNames() {
+            try {
+                String body = call("GET", "/proxies/" + proxy + "/toxics", null, 200);
+                List<String> names = new ArrayList<>();
+                Matcher m = NAME.matcher(body);
+                while (m.find()) {
+                    names.add(m.group(1));
+                }
+                return names;
+            } catch (IOException e) {
+                throw new IllegalStateException("toxiproxy: " + e.getMessage(), e);
+            }
+        }
+
+        private void add(String name, String type, String stream, String attributes) throws IOException {
+            String json = String.format(Locale.ROOT,
+                    "{\"name\":\"%s\",\"type\":\"%s\",\"stream\":\"%s\",\"toxicity\":1.0,\"attributes\":%s}",
+                    name, type, stream, attributes);
+            call("POST", "/proxies/" + proxy + "/toxics", json, 200);
+        }
+
+        /** DELETE; a toxic that is already gone (404) is fine. */
+        private void remove(String name) throws IOException {
+            call("DELETE", "/proxies/" + proxy + "/toxics/" + name, null, 204, 200, 404);
+        }
+
+        /** One request; returns the body, or null for a 404 the caller accepts. */
+        private String call(String method, String path, String json, int... expected) throws IOException {
+            HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(api + path)).timeout(WAIT)
+                    .method(method, json == null ? HttpRequest.BodyPublishers.noBody()
+                            : HttpRequest.BodyPublishers.ofString(json));
+            if (json != null) {
+                request.header("Content-Type", "application/json");
+            }
+            HttpResponse<String> response;
+            try {
+                response = http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted", e);
+            } catch (IOException e) {
+                // HttpClient's ConnectException carries no message; say what failed.
+                throw e.getMessage() != null ? e
+                        : new IOException(e instanceof java.net.ConnectException ? "connection refused" : e.getClass().getSimpleName(), e);
+            }
+            for (int status : expected) {
+                if (response.statusCode() == status) {
+                    return status == 404 ? null : response.body();
+                }
+            }
+            throw new IOException(method + " " + path + " answered " + response.statusCode() + ": " + response.body().strip());
+        }
+    }
+}
