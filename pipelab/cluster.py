@@ -53,6 +53,7 @@ class NodeInfo:
     port: int
     flags: frozenset[str]
     slots: frozenset[int] = field(repr=False)
+    epoch: int = 0  # the config epoch: the higher one wins when two masters claim a slot
 
     @property
     def is_master(self) -> bool:
@@ -74,7 +75,7 @@ def cluster_nodes(client: redis.Redis) -> list[NodeInfo]:
             first, _, last = item.partition("-")
             slots.update(range(int(first), int(last or first) + 1))
         nodes.append(NodeInfo(parts[0], ip, int(rest.split("@")[0]), frozenset(parts[2].split(",")),
-                              frozenset(slots)))
+                              frozenset(slots), int(parts[6])))
     return nodes
 
 
@@ -161,12 +162,15 @@ class Cluster:
                     with endpoint.client(socket_timeout=2) as c:
                         info = cluster_info(c)
                         states.append((endpoint.port, info.get("cluster_state"), info.get("cluster_slots_assigned")))
-                        maps.append(slot_map(c))
+                        # Slot owners and every master's config epoch: a node that has not yet heard
+                        # of a newer epoch can still hand a just-moved slot back to its old owner.
+                        view = cluster_nodes(c)
+                        maps.append((slot_map(c), {n.id: n.epoch for n in view if n.is_master}))
                 if all(s == "ok" and a == str(SLOTS) for _, s, a in states) and all(m == maps[0] for m in maps):
                     return
                 last = ", ".join(f"port {port}: {s}, {a} slots" for port, s, a in states)
                 if any(m != maps[0] for m in maps):
-                    last += "; the nodes disagree on who serves which slot"
+                    last += "; the nodes disagree on who serves which slot, or on the config epochs"
             except (redis.ConnectionError, redis.TimeoutError, OSError) as err:
                 last = str(err)
             if time.monotonic() > deadline:

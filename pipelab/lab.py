@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import redis
 
 from . import envinfo, jbang, results
+from .cluster import Cluster, open_cluster
 from .errors import LabError
 from .measure import Measurement, measure
 from .paths import results_dir
@@ -156,6 +157,7 @@ class Lab:
         self.quick = quick
         self.owned = bool(description.get("owned"))  # the lab started this Redis: it may reconfigure it
         self._java_clients: dict = {}
+        self._cluster: Cluster | None = None
 
     # --- sizes and connections -------------------------------------------------------------
     def size(self, full: int, quick: int) -> int:
@@ -207,8 +209,9 @@ class Lab:
     # --- measuring ------------------------------------------------------------------------
     measure = staticmethod(measure)
 
-    def java(self, alias: str, *args, link: Link | None = None) -> jbang.JavaRun:
-        target = link.endpoint if link else self.endpoint
+    def java(self, alias: str, *args, link: Link | None = None, target: Endpoint | None = None) -> jbang.JavaRun:
+        """Run a JBang example against Redis, a `link` to it (RTT, faults) or another `target` (a cluster node)."""
+        target = target or (link.endpoint if link else self.endpoint)
         run = jbang.run_example(alias, target.host, target.port, *args)
         self._java_clients.update(run.clients)
         self._java_clients["java"] = run.data.get("java_version")
@@ -228,6 +231,13 @@ class Lab:
         if figure is not None:
             figure.savefig(results_dir() / f"{name}.png")
         return str(path)
+
+    def cluster(self) -> Cluster:
+        """Chapter 5's Redis Cluster: REDIS_CLUSTER_URL's, or 3 embedded masters stopped with this kernel."""
+        if self._cluster is None:
+            self._cluster = open_cluster()
+            atexit.register(self._cluster.stop)
+        return self._cluster
 
     def cleanup(self) -> int:
         """Delete the lab's own keys (prefix pipelab:) and nothing else."""

@@ -30,6 +30,10 @@ PUBLISHED = {
     "multi_foreign_commands": {"value": 0, "unit": "count",
                                "source": "redis.io, Transactions: a request by another client is never served in the "
                                          "middle of a transaction's execution"},
+    "cluster_slots": {"value": 16384, "unit": "count",
+                      "source": "redis.io, Redis Cluster specification: the key space is split into 16384 hash slots"},
+    "hash_tag_slots": {"value": 1, "unit": "count",
+                       "source": "redis.io, Redis Cluster specification: keys with the same hash tag go to the same slot"},
 }
 
 

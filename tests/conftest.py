@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from pipelab.cluster import free_cluster_port
 from pipelab.errors import LabError
 from pipelab.lab import Lab, Session
 from pipelab.server import EmbeddedRedis, free_port
@@ -25,10 +26,12 @@ def unavailable(reason: str):
 def isolated_build(tmp_path_factory):
     """Tests never overwrite the reader's build/results; JBang and toxiproxy stay shared in build/tools."""
     build = tmp_path_factory.mktemp("build")
-    saved = {k: os.environ.get(k) for k in ("PIPELAB_BUILD", "PIPELAB_PROGRESS", "REDIS_URL", "TOXIPROXY_URL")}
-    os.environ.update(PIPELAB_BUILD=str(build), PIPELAB_PROGRESS="0")
-    os.environ.pop("REDIS_URL", None)
-    os.environ.pop("TOXIPROXY_URL", None)
+    saved = {k: os.environ.get(k) for k in ("PIPELAB_BUILD", "PIPELAB_PROGRESS", "REDIS_URL", "TOXIPROXY_URL",
+                                            "REDIS_CLUSTER_URL", "PIPELAB_CLUSTER_PORT")}
+    # Chapter 5's notebook starts its own cluster: on free ports, beside any lab the reader runs.
+    os.environ.update(PIPELAB_BUILD=str(build), PIPELAB_PROGRESS="0", PIPELAB_CLUSTER_PORT=str(free_cluster_port()))
+    for key in ("REDIS_URL", "TOXIPROXY_URL", "REDIS_CLUSTER_URL"):
+        os.environ.pop(key, None)
     yield build
     for key, value in saved.items():
         if value is None:

@@ -8,11 +8,11 @@ from pipelab.errors import LabError
 
 ALIASES = sorted(jbang.catalog_aliases())
 # Arguments after host and port for a quick run; None: the chapter's notebook test runs it (JMH takes
-# ~30 s; ch04-drop needs the proxy and its API).
+# ~30 s; ch04-drop needs the proxy and its API; chapter 5's examples need the notebook's cluster).
 QUICK_ARGS = {"ch01-ping": (300, 3), "ch01-sadd": (300, 2), "ch02-depth": (2000, 2),
               "ch03-jedis": (1000, 2), "ch03-lettuce": (1000, 2), "ch03-spring": (1000, 2),
               "ch03-redisson": (1000, 2), "ch03-jmh": None, "ch04-lrem": (100_000, 2), "ch04-errors": (1, 2),
-              "ch04-timeout": (100_000, 1), "ch04-drop": None}
+              "ch04-timeout": (100_000, 1), "ch04-drop": None, "ch05-sadd": None, "ch05-moved": None}
 
 
 def lrem_grows_ltrim_stays_flat(run) -> None:

@@ -262,6 +262,14 @@ public class ClusterSadd {
                 // Handed down to every per-master connection, also those opened later. This
                 // connection is ours alone, so holding commands until flushCommands() delays no one.
                 connection.setAutoFlushCommands(autoFlush);
+                // Lettuce opens a master's connection when the first command for it comes; with
+                // auto-flush off, commands that wait for that connection are written into its
+                // buffer once it is up, after flushCommands() has passed, and would wait for the
+                // next flush. Opening them all here keeps that out of the first iteration. By host and
+                // port: the key Lettuce files slot-routed connections under (getConnection(nodeId)
+                // would open a separate one).
+                connection.getPartitions().forEach(node ->
+                        connection.getConnection(node.getUri().getHost(), node.getUri().getPort()));
                 return new LettuceClient(client, connection);
             } catch (RuntimeException e) {
                 client.shutdown();

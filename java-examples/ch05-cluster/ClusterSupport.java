@@ -368,8 +368,11 @@ final class ClusterSupport {
 
     // ---------------------------------------------------------------- moving a slot
 
-    /** Refuses to start while any master has a slot half-way between two masters. */
-    static void requireNoMigration(Cluster cluster) {
+    /**
+     * Refuses to start while any master has a slot half-way between two masters, or while
+     * the masters do not agree on the slot map (given 10 s to settle).
+     */
+    static void requireStable(Cluster cluster) throws InterruptedException {
         for (Node node : cluster.masters) {
             for (String line : cluster.on(node).clusterNodes().split("\n")) {
                 if (line.contains("myself") && line.contains("[")) {
@@ -379,6 +382,54 @@ final class ClusterSupport {
                 }
             }
         }
+        if (!settled(cluster, 10_000)) {
+            throw new LabSupport.Stop(1, "The masters of the cluster at " + cluster.s.where() + " do not agree on who "
+                    + "serves which slot (compare CLUSTER NODES on each); the lab moves slots only in a settled cluster.");
+        }
+    }
+
+    /**
+     * Waits until every master's CLUSTER NODES shows the same masters with the same config
+     * epochs and slots; false if that takes longer than `millis`. Moving a slot twice in a row
+     * needs it: SETSLOT NODE on the importing master bumps its config epoch above the highest
+     * it knows, and if the previous move's epoch has not reached it yet, the old owner's
+     * higher epoch wins the slot back in gossip, and the masters disagree for good.
+     */
+    static boolean settled(Cluster cluster, long millis) throws InterruptedException {
+        long deadline = System.nanoTime() + millis * 1_000_000L;
+        while (true) {
+            java.util.Set<String> views = new java.util.HashSet<>();
+            for (Node node : cluster.masters) {
+                views.add(view(cluster.on(node)));
+            }
+            if (views.size() == 1) {
+                return true;
+            }
+            if (System.nanoTime() > deadline) {
+                return false;
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    /** One master's CLUSTER NODES as "id epoch slots" of each master, sorted; migration marks left out. */
+    private static String view(Jedis jedis) {
+        List<String> lines = new ArrayList<>();
+        for (String line : jedis.clusterNodes().split("\n")) {
+            String[] parts = line.strip().split(" ");
+            if (parts.length < 8 || !parts[2].contains("master")) {
+                continue;
+            }
+            StringBuilder sb = new StringBuilder(parts[0]).append(' ').append(parts[6]);
+            for (int i = 8; i < parts.length; i++) {
+                if (!parts[i].startsWith("[")) {
+                    sb.append(' ').append(parts[i]);
+                }
+            }
+            lines.add(sb.toString());
+        }
+        java.util.Collections.sort(lines);
+        return String.join("\n", lines);
     }
 
     /**
@@ -423,10 +474,15 @@ final class ClusterSupport {
 
     /**
      * Step 3: the rest of the keys, then SETSLOT NODE on every master (target, source, the
-     * others), then wait until all masters agree who serves the slot.
+     * others), then wait until all masters agree who serves the slot and know each other's
+     * config epochs.
      */
     static void finishMigration(Cluster cluster, int slot, Node source, Node target) throws InterruptedException {
         moveKeys(cluster, slot, source, target, -1);
+        // Every master must know every config epoch before the target bumps its own (see settled()).
+        if (!settled(cluster, 10_000)) {
+            throw LabSupport.failure("the masters did not agree on the slot map within 10 s before moving slot " + slot);
+        }
         List<Node> order = new ArrayList<>(List.of(target, source));
         cluster.masters.stream().filter(n -> !order.contains(n)).forEach(order::add);
         for (Node node : order) {
@@ -443,7 +499,7 @@ final class ClusterSupport {
             for (Node node : cluster.masters) {
                 agreed &= owner.id().equals(ownerSeenBy(cluster.on(node), slot));
             }
-            if (agreed) {
+            if (agreed && settled(cluster, 10_000)) {
                 cluster.refreshOwners();
                 return;
             }

@@ -1,0 +1,117 @@
+"""Chapter 5: pipelines on a Redis Cluster, where a batch's keys live on different masters.
+The workloads the site shows beside their Java twins, and what the chapter reads off each node."""
+from __future__ import annotations
+
+from collections import Counter
+from contextlib import contextmanager
+
+import redis
+from redis.cluster import RedisCluster, key_slot
+
+from .cluster import Cluster
+
+PREFIX = "pipelab:ch05:"
+
+
+# --8<-- [start:sadd]
+def sadd_one_by_one(rc: RedisCluster, keys: list[str]) -> None:
+    # RedisCluster hashes each key to its slot, looks up the master that serves it and sends
+    # the command on that master's connection: one round trip per command, as on one server.
+    for key in keys:
+        rc.sadd(key, "m")
+
+
+def sadd_pipelined(rc: RedisCluster, keys: list[str]) -> None:
+    # ClusterPipeline groups the queued commands by master, writes each group on its master's
+    # connection, then reads every group's replies and puts them back in the caller's order.
+    pipe = rc.pipeline()
+    for key in keys:
+        pipe.sadd(key, "m")
+    assert sum(pipe.execute()) == len(keys)
+# --8<-- [end:sadd]
+
+
+# --8<-- [start:crossslot]
+def transaction_on_one_node(node: redis.Redis, keys: list[str]):
+    # MULTI/EXEC sent to one master: Redis queues each command, then at EXEC refuses the lot
+    # with CROSSSLOT if the keys hash to different slots.
+    pipe = node.pipeline(transaction=True)
+    for key in keys:
+        pipe.set(key, "v")
+    return pipe.execute()
+
+
+def tagged(tag: str, n: int) -> list[str]:
+    # Only the part between { and } is hashed, so every one of these keys shares one slot.
+    return [f"{PREFIX}{{{tag}}}:{i}" for i in range(n)]
+# --8<-- [end:crossslot]
+
+
+def _slot_table(cluster: Cluster) -> list:
+    with cluster.nodes[0].client() as c:
+        return c.execute_command("CLUSTER", "SLOTS")
+
+
+def keys_per_node(cluster: Cluster, keys: list[str]) -> dict[int, int]:
+    """How many of `keys` each master serves (by port), from the slot each key hashes to."""
+    owner = {}
+    for entry in _slot_table(cluster):
+        for slot in range(int(entry[0]), int(entry[1]) + 1):
+            owner[slot] = int(entry[2][1])
+    counts = Counter(owner[key_slot(k.encode())] for k in keys)
+    return {node.port: counts.get(node.port, 0) for node in cluster.nodes}
+
+
+def slot_ranges(cluster: Cluster) -> dict[int, int]:
+    """Slots each master serves (by port)."""
+    per_port: Counter = Counter()
+    for entry in _slot_table(cluster):
+        per_port[int(entry[2][1])] += int(entry[1]) - int(entry[0]) + 1
+    return {node.port: per_port.get(node.port, 0) for node in cluster.nodes}
+
+
+NODE_STATS = ("total_connections_received", "total_reads_processed")
+
+
+def node_counters(cluster: Cluster) -> dict[int, dict[str, int]]:
+    """Per master: connections accepted, socket reads, SADD calls and redirections sent (INFO errorstats)."""
+    out = {}
+    for node in cluster.nodes:
+        with node.client() as c:
+            stats = c.info("stats")
+            calls = c.info("commandstats")
+            errors = c.info("errorstats")  # Redis 6.2+; an older server answers nothing here
+            out[node.port] = {key: int(stats[key]) for key in NODE_STATS} | {
+                "sadd": int(calls.get("cmdstat_sadd", {}).get("calls", 0)),
+                "set": int(calls.get("cmdstat_set", {}).get("calls", 0)),
+                "moved": int(errors.get("errorstat_MOVED", {}).get("count", 0)),
+                "ask": int(errors.get("errorstat_ASK", {}).get("count", 0))}
+    return out
+
+
+def counter_delta(before: dict, after: dict, overhead: dict | None = None) -> dict[int, dict[str, int]]:
+    return {port: {k: after[port][k] - before[port][k] - (overhead[port][k] if overhead else 0) for k in after[port]}
+            for port in after}
+
+
+@contextmanager
+def per_master(cluster: Cluster):
+    """What every master counted while the block ran, less what reading the counters costs
+    (each reading opens a connection to every master and runs three INFO commands)."""
+    first = node_counters(cluster)
+    overhead = counter_delta(first, node_counters(cluster))
+    delta: dict = {}
+    before = node_counters(cluster)
+    yield delta
+    delta.update(counter_delta(before, node_counters(cluster), overhead))
+
+
+# --8<-- [start:moved]
+def set_in_pipeline(rc: RedisCluster, keys: list[str], value: str) -> list:
+    # All keys share one slot. While that slot migrates, its old master answers ASK for keys it
+    # no longer holds; once migrated, MOVED. The client must redirect and keep replies in order.
+    pipe = rc.pipeline()
+    for key in keys:
+        pipe.set(key, value)
+    return pipe.execute()
+# --8<-- [end:moved]
