@@ -103,3 +103,12 @@ def run_cli(*args: str, env: dict | None = None, timeout: int = 120) -> subproce
     full_env = dict(os.environ, **(env or {}))
     return subprocess.run([sys.executable, "-m", "pipelab", *args], env=full_env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def saved(name: str) -> dict:
+    """A results file the executed notebooks wrote (e.g. "ch04/lrem"); failing if they did not."""
+    from pipelab import results
+
+    loaded = results.load(name)
+    assert loaded is not None, f"the notebook saved no {name}"
+    return loaded

@@ -48,4 +48,4 @@ def test_littles_law_at_1ms_rtt(executed_notebooks, session):
     assert 0.3 * bound_pool8 <= pool8 <= 1.05 * bound_pool8, pool8  # the proxy hop makes the real RTT longer
     # The shared connection keeps every waiting thread's command in flight, so it passes the pool's ceiling;
     # compared with the pool measured in the same run, as both share the run's CPU and proxy.
-    assert lettuce > 1.5 * pool8, f"one shared connection with 50 threads: {lettuce} ops/ms, JedisPool(8): {pool8}"
+    assert lettuce > 1.25 * pool8, f"one shared connection with 50 threads: {lettuce} ops/ms, JedisPool(8): {pool8}"

@@ -3,15 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipelab import pitfalls, results
+from pipelab import pitfalls
 from pipelab.proxy import PROXY_NAME
-from tests.conftest import unavailable
-
-
-def doc(name: str) -> dict:
-    loaded = results.load(name)
-    assert loaded is not None, f"the notebook saved no {name}"
-    return loaded
+from tests.conftest import saved, unavailable
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +14,7 @@ def ch04(executed_notebooks):
 
 
 def test_lrem_grows_with_the_list_while_ltrim_stays_flat(ch04):
-    lrem = doc("ch04/lrem")
+    lrem = saved("ch04/lrem")
     rows = {(r["way"], r["length"]): r for r in lrem["params"]["rows"]}
     small, large = min(lrem["params"]["lengths"]), max(lrem["params"]["lengths"])
     assert large >= 100 * small
@@ -34,15 +28,15 @@ def test_lrem_grows_with_the_list_while_ltrim_stays_flat(ch04):
 
 
 def test_another_client_interleaves_with_a_pipeline_but_not_with_multi_exec(ch04):
-    inside = doc("ch04/interleave")["params"]["inside"]
+    inside = saved("ch04/interleave")["params"]["inside"]
     assert any(count > 0 for count in inside["False"]), f"never interleaved: {inside}"
     assert all(count == 0 for count in inside["True"]), f"entries inside a transaction: {inside}"
-    wire = doc("ch04/interleave")["params"]["transaction_wire"]
+    wire = saved("ch04/interleave")["params"]["transaction_wire"]
     assert wire.get("multi") == 1 and wire.get("exec") == 1
 
 
 def test_a_pipelined_script_beats_read_compute_write_round_trips(ch04):
-    rows = doc("ch04/rcw")["params"]["rows"]
+    rows = saved("ch04/rcw")["params"]["rows"]
     for rtt in {r["rtt_ms"] for r in rows}:
         by_mode = {r["mode"]: r for r in rows if r["rtt_ms"] == rtt}
         round_trips = by_mode["round trips (GET, then SET)"]["median_s"]
@@ -52,7 +46,7 @@ def test_a_pipelined_script_beats_read_compute_write_round_trips(ch04):
 
 
 def test_one_bad_command_leaves_the_others_applied(ch04):
-    errors = doc("ch04/errors")
+    errors = saved("ch04/errors")
     rows = {(r["bad"], r["transaction"], r["raise_on_error"]): r for r in errors["params"]["rows"]}
     assert rows[("wrongtype", False, True)]["seen"].startswith("raises ResponseError")
     assert "ResponseError" in rows[("wrongtype", False, False)]["seen"] and "raises" not in rows[("wrongtype", False, False)]["seen"]
@@ -63,7 +57,7 @@ def test_one_bad_command_leaves_the_others_applied(ch04):
 
 
 def test_a_dropped_pipeline_applied_part_of_its_commands(ch04, session):
-    drop = doc("ch04/drop")
+    drop = saved("ch04/drop")
     scenarios, n = drop["params"]["scenarios"], drop["params"]["n"]
     if not scenarios:
         unavailable("no toxiproxy in this run: " + session.proxy_note)
@@ -79,7 +73,7 @@ def test_a_dropped_pipeline_applied_part_of_its_commands(ch04, session):
 
 
 def test_blpop_holds_back_everything_behind_it(ch04):
-    rows = doc("ch04/blocking")["params"]["rows"]
+    rows = saved("ch04/blocking")["params"]["rows"]
     for row in rows:
         if row["transaction"]:
             assert row["elapsed_ms"] < 0.5 * row["timeout_s"] * 1e3, row  # no blocking inside MULTI
@@ -90,7 +84,7 @@ def test_blpop_holds_back_everything_behind_it(ch04):
 
 
 def test_a_per_read_timeout_trips_on_silence_and_batches_fix_it(ch04):
-    fast, once, retried, batched = doc("ch04/timeouts")["params"]["rows"]
+    fast, once, retried, batched = saved("ch04/timeouts")["params"]["rows"]
     assert fast["outcome"] == "ok" and fast["head_ran"] == 1, fast
     assert once["outcome"] == "TimeoutError" and once["head_ran"] == 1, once
     assert retried["head_ran"] > 1, f"redis-py's retry re-sent the pipeline: {retried}"
@@ -117,7 +111,7 @@ def test_slowlog_threshold_is_put_back_and_left_alone_on_a_foreign_server(lab):
 
 
 def test_java_clients_under_the_same_cut(ch04, session):
-    drop = doc("ch04/drop")
+    drop = saved("ch04/drop")
     facts, n = drop["params"]["java_facts"], drop["params"]["n"]
     if not facts:
         unavailable("no toxiproxy in this run: " + session.proxy_note)

@@ -6,13 +6,7 @@ import os
 import psutil
 import pytest
 
-from pipelab import results
-
-
-def doc(name: str) -> dict:
-    loaded = results.load(name)
-    assert loaded is not None, f"the notebook saved no {name}"
-    return loaded
+from tests.conftest import saved
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +15,7 @@ def ch05(executed_notebooks):
 
 
 def test_cross_slot_work_is_refused_and_hash_tags_are_accepted(ch05):
-    crossslot = doc("ch05/crossslot")
+    crossslot = saved("ch05/crossslot")
     outcomes = crossslot["params"]["outcomes"]
     assert outcomes["cross-slot MULTI/EXEC on one master"].startswith("refused"), outcomes
     assert outcomes["cross-slot MSET on one master"].startswith("refused"), outcomes
@@ -34,7 +28,7 @@ def test_cross_slot_work_is_refused_and_hash_tags_are_accepted(ch05):
 
 
 def test_pipelining_beats_one_by_one_on_the_cluster(ch05):
-    sadd = doc("ch05/sadd")
+    sadd = saved("ch05/sadd")
     by = {(m.params["client"], m.params["where"], m.params["mode"]): m for m in sadd["measurements"]}
     assert by[("redis-py", "cluster", "pipeline")].median < by[("redis-py", "cluster", "one by one")].median
     for client in {c for c, _, _ in by} - {"redis-py"}:
@@ -52,8 +46,8 @@ def test_pipelining_beats_one_by_one_on_the_cluster(ch05):
 
 
 def test_a_pipeline_survives_a_slot_moving(ch05):
-    rows = {r["case"]: r for r in doc("ch05/moved")["params"]["rows"]}
-    n = doc("ch05/moved")["params"]["n"]
+    rows = {r["case"]: r for r in saved("ch05/moved")["params"]["rows"]}
+    n = saved("ch05/moved")["params"]["n"]
     during = rows["during the migration (half the keys moved)"]
     after = rows["after the migration, old slot map"]
     assert during["ask"] > 0 and during["updated"] == n, during
@@ -72,7 +66,7 @@ def test_the_notebook_stopped_its_cluster(ch05):
 
 
 def test_java_clients_on_the_cluster(ch05):
-    sadd = doc("ch05/sadd")
+    sadd = saved("ch05/sadd")
     facts, n = sadd["params"]["java_facts"], sadd["params"]["n"]
     for one, piped in (("jedis_one_by_one", "jedis_pipeline"), ("lettuce_one_by_one", "lettuce_pipeline"),
                        ("redisson_one_by_one", "redisson_rbatch")):
@@ -82,7 +76,7 @@ def test_java_clients_on_the_cluster(ch05):
 
 
 def test_java_clients_refuse_cross_slot_and_follow_or_not_a_moving_slot(ch05):
-    moved = doc("ch05/moved")
+    moved = saved("ch05/moved")
     facts, n = moved["params"]["java_facts"], moved["params"]["n"]
     for case in ("jedis_crossslot", "lettuce_crossslot", "redisson_atomic_crossslot"):
         assert "CROSSSLOT" in facts[f"{case}_outcome"] and facts[f"{case}_keys_written"] == 0, facts

@@ -7,6 +7,7 @@
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=error
 //SOURCES ../common/LabSupport.java
 //SOURCES ClusterSupport.java
+//SOURCES ../common/RedissonSupport.java
 
 // Chapter 5: what the Java clients' pipelines do on a Redis Cluster when keys do not fit the
 // slot map the client holds. host and port name ONE node of the cluster.
@@ -61,8 +62,6 @@ import org.redisson.api.BatchOptions;
 import org.redisson.api.BatchResult;
 import org.redisson.api.RBatch;
 import org.redisson.api.RedissonClient;
-import org.redisson.client.codec.StringCodec;
-import org.redisson.config.Config;
 
 import redis.clients.jedis.ClusterPipeline;
 import redis.clients.jedis.Connection;
@@ -154,7 +153,7 @@ public class ClusterPipelines {
                 // nothing to do with a moving slot. By host and port, the key slot routing uses.
                 lettucePipe.getPartitions().forEach(node ->
                         lettucePipe.getConnection(node.getUri().getHost(), node.getUri().getPort()));
-                redisson = Redisson.create(redissonConfig(s));
+                redisson = Redisson.create(RedissonSupport.clusterConfig(s, REDISSON_SCAN_INTERVAL_MS));
 
                 // ---------------- Part A: transactions
                 Transactions tx = new Transactions(report, cluster, txKeys);
@@ -241,15 +240,6 @@ public class ClusterPipelines {
                 }
             }
         }
-    }
-
-    static Config redissonConfig(LabSupport.Settings s) {
-        String host = s.host().contains(":") ? "[" + s.host() + "]" : s.host(); // IPv6 literal in a URI
-        Config config = new Config();
-        config.setCodec(StringCodec.INSTANCE); // plain strings, readable by the Jedis checks
-        config.useClusterServers().addNodeAddress("redis://" + host + ":" + s.port())
-                .setScanInterval(REDISSON_SCAN_INTERVAL_MS);
-        return config;
     }
 
     // ================================================================ Part A

@@ -7,6 +7,7 @@
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
 //SOURCES ../common/SaddWorkload.java
+//SOURCES ../common/RedissonSupport.java
 //SOURCES ClusterSupport.java
 
 // Chapter 5: chapter 1's N writes (one SADD to each of N distinct keys) on a Redis Cluster,
@@ -46,8 +47,6 @@ import org.redisson.Redisson;
 import org.redisson.api.BatchResult;
 import org.redisson.api.RBatch;
 import org.redisson.api.RedissonClient;
-import org.redisson.client.codec.StringCodec;
-import org.redisson.config.Config;
 
 import redis.clients.jedis.ClusterPipeline;
 import redis.clients.jedis.HostAndPort;
@@ -59,6 +58,8 @@ public class ClusterSadd {
 
     /** Upper bound for a pipeline's replies; Lettuce's own default command timeout is 60 s too. */
     private static final Duration AWAIT = Duration.ofSeconds(60);
+    /** Redisson re-reads the slot map every 5 s by default; nothing moves slots here. */
+    private static final int REDISSON_DEFAULT_SCAN_MS = 5_000;
 
     public static void main(String[] args) {
         LabSupport.run("ch05-sadd", args, 100_000, 3, ClusterSadd::bench);
@@ -109,9 +110,11 @@ public class ClusterSadd {
                         () -> LettuceClient.start(uri, false), ClusterSadd::lettucePipeline, LettuceClient::stop);
 
                 bench.time("redisson_one_by_one", "redisson one by one",
-                        () -> Redisson.create(redissonConfig(s)), ClusterSadd::redissonOneByOne, RedissonClient::shutdown);
+                        () -> Redisson.create(RedissonSupport.clusterConfig(s, REDISSON_DEFAULT_SCAN_MS)),
+                        ClusterSadd::redissonOneByOne, RedissonClient::shutdown);
                 bench.time("redisson_rbatch", "redisson rbatch",
-                        () -> Redisson.create(redissonConfig(s)), ClusterSadd::redissonBatch, RedissonClient::shutdown);
+                        () -> Redisson.create(RedissonSupport.clusterConfig(s, REDISSON_DEFAULT_SCAN_MS)),
+                        ClusterSadd::redissonBatch, RedissonClient::shutdown);
             } finally {
                 // Exactly our keys, on whichever master holds each slot; a fresh pass over every
                 // master, so a half-finished mode leaves nothing behind either.
@@ -318,18 +321,6 @@ public class ClusterSadd {
     }
 
     // ---------------------------------------------------------------- Redisson
-
-    /**
-     * Redisson's cluster defaults with the seed as the one node address it starts from, and
-     * StringCodec (as in chapter 1) so it writes the same bytes "m" as Jedis and Lettuce.
-     */
-    static Config redissonConfig(LabSupport.Settings s) {
-        String host = s.host().contains(":") ? "[" + s.host() + "]" : s.host(); // IPv6 literal in a URI
-        Config config = new Config();
-        config.setCodec(StringCodec.INSTANCE);
-        config.useClusterServers().addNodeAddress("redis://" + host + ":" + s.port());
-        return config;
-    }
 
     /** N round trips through Redisson's per-master connection pools. */
     static long redissonOneByOne(RedissonClient redisson, List<String> keys) {
