@@ -27,18 +27,25 @@ final class SaddWorkload {
     }
 
     /**
-     * Outside the timed region: every SADD must have reported a new member (unless there
-     * were NO_REPLIES), and every key must now exist (EXISTS, a thousand keys per call).
-     * Sends only EXISTS, so in wire counts every other command is the mode's own.
+     * Outside the timed region: every key must now exist (EXISTS, a thousand keys per call),
+     * and no more SADDs than sent may have reported a new member; fewer is reported as a
+     * client re-send (unless there were NO_REPLIES). Sends only EXISTS, so in wire counts
+     * every other command is the mode's own.
      */
     static void verifyAdded(Jedis jedis, List<String> keys, long added) {
         int n = keys.size();
-        if (added != NO_REPLIES && added != n) {
+        if (added != NO_REPLIES && added > n) {
             throw LabSupport.failure(n + " SADDs reported " + added + " new members");
         }
         long existing = LabSupport.countExisting(jedis, keys);
         if (existing != n) {
             throw LabSupport.failure("after " + n + " SADDs only " + existing + " of the keys exist");
+        }
+        if (added != NO_REPLIES && added < n) {
+            // Every key holds its member, yet some SADDs answered "already there": the client sent
+            // them twice (Redisson re-sends after a response timeout or a reconnect; chapter 4).
+            System.out.println("warning: " + (n - added) + " of " + n + " SADDs reported an existing member:"
+                    + " the client re-sent them after a timeout or reconnect; the sets are right");
         }
     }
 
