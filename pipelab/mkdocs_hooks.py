@@ -71,6 +71,7 @@ def on_page_markdown(markdown, page, config, files):
 
     def value(match: re.Match) -> str:
         figure = results.summary_value(*match.groups())
-        return figure["text"] if figure else f"_{NOT_YET}_"
+        # A measured text may hold "|" (a list of results), which would split a table cell.
+        return figure["text"].replace("|", "\\|") if figure else f"_{NOT_YET}_"
 
     return VALUE.sub(value, MARKER.sub(marker, markdown))

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
+import markdown
 import nbformat
 import pytest
 
-from pipelab import book, published, report, results
+from pipelab import book, mkdocs_hooks, published, report, results
 from pipelab.errors import LabError
 from pipelab.jbang import parse_result
 from pipelab.measure import Measurement, measure
@@ -120,3 +122,11 @@ def test_parse_result_needs_exactly_one_result_line():
         parse_result("no result here")
     with pytest.raises(LabError):
         parse_result("PIPELAB-RESULT {}\nPIPELAB-RESULT {}")
+
+
+def test_a_measured_text_with_a_pipe_stays_in_its_table_cell():
+    results.save("chx/pipe", environment={}, summary={"k": results.figure(0, "count", "OK | Error | 1")})
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="chapters/x.md"))
+    source = mkdocs_hooks.on_page_markdown("| a | b |\n|---|---|\n| {{ chx/pipe#k }} | z |\n", page, None, None)
+    html = markdown.markdown(source, extensions=["tables"])
+    assert html.count("<td>") == 2 and "<td>OK | Error | 1</td>" in html, html
