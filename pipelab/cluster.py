@@ -20,18 +20,14 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
 from .errors import LabError
-from .server import (PREFIX, Endpoint, find_redis_server, foreign_keys, parse_url, port_is_free,
-                     start_process, stop_process, wait_for_redis)
+from .server import (PREFIX, Endpoint, find_redis_server, foreign_keys, foreign_keys_allowed, parse_url,
+                     port_is_free, start_process, stop_process, wait_for_redis)
 
 SLOTS = 16384
 BUS_OFFSET = 10_000  # Redis 6.2 puts the cluster bus at port + 10000; it cannot be moved
 DEFAULT_CLUSTER_PORT = 17100  # masters on 17100-17102; docker-compose's cluster profile uses 17000-17002
 CLUSTER_VAR = "REDIS_CLUSTER_URL"
 PORT_VAR = "PIPELAB_CLUSTER_PORT"
-
-
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in {"1", "true", "yes"}
 
 
 def _text(value) -> str:
@@ -123,15 +119,20 @@ class Cluster:
                 ids[_text(c.execute_command("CLUSTER", "MYID"))] = endpoint
         return ids
 
+    def slot_owners(self) -> dict[int, Endpoint]:
+        """{slot: the master serving it right now}, as the first node sees the cluster."""
+        with self.nodes[0].client() as c:
+            by_id = slot_map(c)
+        ids = self._ids()
+        return {slot: ids[node_id] for slot, node_id in by_id.items() if node_id in ids}
+
     def owner(self, slot_or_key: int | str | bytes) -> Endpoint:
         """The master that serves a slot (or a key's slot) right now."""
         slot = slot_or_key if isinstance(slot_or_key, int) else key_slot(_bytes(slot_or_key))
-        with self.nodes[0].client() as c:
-            owner_id = slot_map(c).get(slot)
-        ids = self._ids()
-        if owner_id not in ids:
+        owners = self.slot_owners()
+        if slot not in owners:
             raise LabError(f"No master serves slot {slot}; the cluster is not fully formed (CLUSTER NODES).")
-        return ids[owner_id]
+        return owners[slot]
 
     def begin_migration(self, slot: int, target: Endpoint | int) -> "SlotMigration":
         """Mark `slot` IMPORTING on the target and MIGRATING on its owner; keys move with .move_keys()."""
@@ -397,7 +398,7 @@ class AttachedCluster(Cluster):
             self.nodes = self._masters(slots)
         self.wait_agreed(timeout=5)
         if allow_foreign is None:
-            allow_foreign = _flag("PIPELAB_ALLOW_FOREIGN_KEYS")
+            allow_foreign = foreign_keys_allowed()
         others = [] if allow_foreign else self.foreign_keys()
         if others:
             endpoint, key = others[0]

@@ -47,27 +47,17 @@ def tagged(tag: str, n: int) -> list[str]:
 # --8<-- [end:crossslot]
 
 
-def _slot_table(cluster: Cluster) -> list:
-    with cluster.nodes[0].client() as c:
-        return c.execute_command("CLUSTER", "SLOTS")
-
-
 def keys_per_node(cluster: Cluster, keys: list[str]) -> dict[int, int]:
     """How many of `keys` each master serves (by port), from the slot each key hashes to."""
-    owner = {}
-    for entry in _slot_table(cluster):
-        for slot in range(int(entry[0]), int(entry[1]) + 1):
-            owner[slot] = int(entry[2][1])
-    counts = Counter(owner[key_slot(k.encode())] for k in keys)
+    owners = cluster.slot_owners()
+    counts = Counter(owners[key_slot(k.encode())].port for k in keys)
     return {node.port: counts.get(node.port, 0) for node in cluster.nodes}
 
 
 def slot_ranges(cluster: Cluster) -> dict[int, int]:
     """Slots each master serves (by port)."""
-    per_port: Counter = Counter()
-    for entry in _slot_table(cluster):
-        per_port[int(entry[2][1])] += int(entry[1]) - int(entry[0]) + 1
-    return {node.port: per_port.get(node.port, 0) for node in cluster.nodes}
+    counts = Counter(endpoint.port for endpoint in cluster.slot_owners().values())
+    return {node.port: counts.get(node.port, 0) for node in cluster.nodes}
 
 
 NODE_STATS = ("total_connections_received", "total_reads_processed")

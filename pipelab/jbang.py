@@ -11,6 +11,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import results
 from .errors import LabError
 from .measure import Measurement, show_progress
 from .paths import REPO, tools_dir
@@ -144,6 +145,12 @@ class JavaRun:
         return {mode: Measurement(mode, int(ops.get(mode, self.data["size"])), [float(s) for s in samples],
                                   {"alias": self.alias, "client_cpu_s": cpu.get(mode)})
                 for mode, samples in self.data["modes"].items()}
+
+
+def fact(run: JavaRun | None, name: str, unit: str = "count") -> dict:
+    """A figure for the prose from a Java example's facts: a number as it is, a text as text."""
+    value = run.facts.get(name) if run else None
+    return results.figure(0, "count", value) if isinstance(value, str) else results.figure(value, unit)
 
 
 def parse_result(stdout: str) -> dict:

@@ -18,16 +18,12 @@ from . import envinfo, jbang, results
 from .cluster import Cluster, open_cluster
 from .errors import LabError
 from .measure import Measurement, measure
-from .paths import results_dir
+from .paths import env_flag, results_dir
 from .proxy import TOXIPROXY_VERSION, Toxiproxy, ToxiproxyUnavailable
-from .server import (EmbeddedRedis, Endpoint, check_ownership, delete_lab_keys, parse_url,
-                     wait_for_redis)
+from .server import (EmbeddedRedis, Endpoint, check_ownership, delete_lab_keys, foreign_keys_allowed,
+                     parse_url, wait_for_redis)
 
 SESSION_VAR = "PIPELAB_SESSION"
-
-
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in {"1", "true", "yes"}
 
 
 class Session:
@@ -58,7 +54,7 @@ class Session:
         if url:
             self.endpoint = parse_url(url)
             client = wait_for_redis(self.endpoint, timeout=3)
-            check_ownership(client, self.endpoint.url, allow_foreign=_flag("PIPELAB_ALLOW_FOREIGN_KEYS"))
+            check_ownership(client, self.endpoint.url, allow_foreign=foreign_keys_allowed())
             client.close()
         else:
             self.redis = EmbeddedRedis(port=self.port).start()
@@ -253,7 +249,7 @@ class Lab:
 def open_lab(quick: bool | None = None) -> Lab:
     """The notebook's entry point: attach to the running session, or start one for this kernel."""
     if quick is None:
-        quick = _flag("PIPELAB_QUICK")
+        quick = env_flag("PIPELAB_QUICK")
     description = os.environ.get(SESSION_VAR)
     if description:
         return Lab(json.loads(description), quick)

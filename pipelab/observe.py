@@ -191,10 +191,15 @@ def redis_benchmark(endpoint: Endpoint, *command: str, depth: int, requests: int
 
 # --- what went over the wire ----------------------------------------------------------------
 
-def command_calls(client: redis.Redis) -> dict[str, int]:
-    """Calls per command name since the server started, from INFO commandstats."""
-    return {name.removeprefix("cmdstat_"): int(stats["calls"])
+def command_stats(client: redis.Redis) -> dict[str, tuple[int, float]]:
+    """(calls, total microseconds) per command name since the server started, from INFO commandstats."""
+    return {name.removeprefix("cmdstat_"): (int(stats["calls"]), float(stats["usec"]))
             for name, stats in client.info("commandstats").items()}
+
+
+def command_calls(client: redis.Redis) -> dict[str, int]:
+    """Calls per command name since the server started."""
+    return {name: calls for name, (calls, _) in command_stats(client).items()}
 
 
 @contextmanager

@@ -21,3 +21,8 @@ def tools_dir() -> Path:
 
 def notebooks_out_dir() -> Path:
     return build_dir() / "notebooks"
+
+
+def env_flag(name: str) -> bool:
+    """A yes/no setting from the environment: 1, true or yes."""
+    return os.environ.get(name, "").lower() in {"1", "true", "yes"}

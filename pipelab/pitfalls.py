@@ -8,11 +8,13 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Callable
 
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from .observe import command_stats
 from .server import Endpoint
 
 PREFIX = "pipelab:ch04:"
@@ -60,22 +62,16 @@ def restore_oldest(r: redis.Redis, key: str, length: int, count: int) -> None:
 # --- instruments --------------------------------------------------------------------------
 
 # --8<-- [start:instruments]
-def command_time(client: redis.Redis) -> dict[str, tuple[int, float]]:
-    """(calls, total microseconds) per command since the server started (INFO commandstats)."""
-    return {name.removeprefix("cmdstat_"): (int(s["calls"]), float(s["usec"]))
-            for name, s in client.info("commandstats").items()}
-
-
 @contextmanager
 def server_time(endpoint: Endpoint, *commands: str):
     """Microseconds the server spent per call of each of `commands` while the block ran."""
     reader = endpoint.client()
-    before = command_time(reader)
+    before = command_stats(reader)
     out: dict[str, float | None] = {}
     try:
         yield out
     finally:
-        after = command_time(reader)
+        after = command_stats(reader)
         reader.close()
         for name in commands:
             calls = after.get(name, (0, 0.0))[0] - before.get(name, (0, 0.0))[0]
@@ -115,7 +111,7 @@ class Probe:
     """A second client issuing one command at a time while something else runs, timing each."""
 
     endpoint: Endpoint
-    command: callable = staticmethod(lambda r, i: r.ping())
+    command: Callable[[redis.Redis, int], object] = staticmethod(lambda r, i: r.ping())
     latencies_s: list[float] = field(default_factory=list)
 
     def __post_init__(self):

@@ -100,6 +100,20 @@ def rows(chapter: str, base: Path | None = None) -> list[dict]:
     return out
 
 
+class MarkdownText(str):
+    """Markdown that Jupyter renders as such when a notebook displays it."""
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+
+def md_table(header: list[str], rows: list[list]) -> MarkdownText:
+    """A Markdown table of a notebook's measured rows."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]  # "|" in a text stays in its cell
+    return MarkdownText("\n".join(lines))
+
+
 def quick_mode(chapter: str, base: Path | None = None) -> bool:
     docs = (results.load(name, base) for name in sorted({c.result for c in CLAIMS.get(chapter, [])}))
     return any(doc["environment"].get("quick_mode") for doc in docs if doc)

@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 import redis
 
 from .errors import LabError
+from .paths import env_flag
 
 PREFIX = "pipelab:"
 DEFAULT_PORT = 16379  # away from 6379 so the lab never lands on a reader's own Redis
@@ -208,6 +209,11 @@ def foreign_keys(client: redis.Redis, sample: int = 3, max_scan: int = 100_000) 
         if seen >= max_scan:
             break
     return found
+
+
+def foreign_keys_allowed() -> bool:
+    """PIPELAB_ALLOW_FOREIGN_KEYS=1: write beside keys that are not the lab's (never delete them)."""
+    return env_flag("PIPELAB_ALLOW_FOREIGN_KEYS")
 
 
 def check_ownership(client: redis.Redis, where: str, allow_foreign: bool = False) -> None:
