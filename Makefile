@@ -3,18 +3,21 @@
 #   make test   the test suite (what CI runs)
 #   make lab    JupyterLab on the notebooks, with Redis (and toxiproxy) running
 #   make serve  the site on http://127.0.0.1:8000
+#   make prefetch  fetch and compile everything the course needs (before a training day)
+#   make course    run and time every exercise's solution
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := build/venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test lab serve site tools clean system-deps
+.PHONY: book test lab serve site tools clean system-deps prefetch course
 
 # Debian tools the chapters use when they can have them: redis-benchmark (redis-tools) is the
 # server's own ceiling, strace counts system calls, docker-compose v1 checks docker-compose.yml
-# without a daemon. Installed only as root with apt-get; elsewhere each use says why it skips.
-SYSTEM_TOOLS := redis-benchmark:redis-tools strace:strace docker-compose:docker-compose
+# without a daemon, chromium runs the browser test of the built site. Installed only as root with
+# apt-get; elsewhere each use says why it skips.
+SYSTEM_TOOLS := redis-benchmark:redis-tools strace:strace docker-compose:docker-compose chromium:chromium
 system-deps:
 	@missing=""; for pair in $(SYSTEM_TOOLS); do command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair##*:}"; done; \
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -34,7 +37,7 @@ $(STAMP): pyproject.toml
 book: $(STAMP) system-deps
 	$(BIN)/pipelab book $(if $(QUICK),--quick)
 
-test: $(STAMP) system-deps
+test: $(VENV)/.lab-installed system-deps  # the tests open `make lab`'s JupyterLab too
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 $(VENV)/.lab-installed: $(STAMP)
@@ -42,7 +45,13 @@ $(VENV)/.lab-installed: $(STAMP)
 	@touch $@
 
 lab: $(VENV)/.lab-installed
-	$(BIN)/pipelab lab
+	$(BIN)/pipelab lab $(if $(LAB_ARGS),-- $(LAB_ARGS))
+
+prefetch: $(VENV)/.lab-installed system-deps
+	$(BIN)/pipelab prefetch
+
+course: $(STAMP)
+	$(BIN)/pipelab course $(if $(QUICK),--quick)
 
 serve: $(STAMP)
 	$(BIN)/pipelab serve

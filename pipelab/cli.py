@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from . import book, jbang, proxy
+from . import book, course, jbang, proxy, sitecheck
 from .errors import friendly
 from .lab import Session
 from .paths import REPO, build_dir
@@ -26,11 +26,45 @@ def cmd_book(args) -> int:
         print(f"pipelab: Redis at {session.endpoint.url} ({'started by the lab' if session.owned else 'REDIS_URL'}); "
               f"RTT injection: {session.proxy_note}", flush=True)
         book.run_notebooks(session.env(), quick=args.quick, only=args.only)
+        if not args.only:  # the trainer's page times the course's solutions on this machine too
+            print("pipelab: timing the course's solutions (notebooks/solutions, jbang exNN-solution)", flush=True)
+            course.run_solutions(session.endpoint.host, session.endpoint.port, quick=args.quick)
     if not args.no_site:
         index = book.build_site()
         print(f"pipelab: site built: {index}")
     print(f"pipelab: book done in {time.monotonic() - started:.0f} s; results in {build_dir() / 'results'}")
     return 0
+
+
+def cmd_course(args) -> int:
+    with Session() as session:
+        os.environ.update(session.env(), **book.kernel_env(), PIPELAB_PROGRESS="0")
+        saved = course.run_solutions(session.endpoint.host, session.endpoint.port, quick=args.quick)
+    print(f"pipelab: every solution passed; timings in {saved}")
+    return 0
+
+
+def cmd_prefetch(args) -> int:
+    jbang.require_jdk()
+    fetched = course.prefetch()
+    print("pipelab: fetched " + ", ".join(f"{k.removesuffix('_bytes')} {v['text']}" for k, v in fetched.items()
+                                          if k.endswith("_bytes")))
+    print("pipelab: ready: the course needs no more downloads on this machine.")
+    return 0
+
+
+def cmd_linkcheck(args) -> int:
+    site = build_dir() / "site"
+    if not (site / "index.html").exists():
+        print("pipelab: no site in build/site yet; run `make book` (or `make site`) first.")
+        return 2
+    problems = sitecheck.check_links(site)
+    if args.external:
+        problems += sitecheck.check_external_links(site)
+    for problem in problems:
+        print(problem)
+    print(f"pipelab: {len(problems)} broken link(s) in {site}")
+    return 1 if problems else 0
 
 
 def cmd_site(args) -> int:
@@ -60,7 +94,8 @@ def cmd_lab(args) -> int:
         argv = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--ServerApp.root_dir={REPO}"]
         if os.geteuid() == 0:  # containers and training VMs often run as root; Jupyter refuses unless told
             argv.append("--allow-root")
-        return _hold(argv + [str(p.relative_to(REPO)) for p in book.notebooks()], env)
+        extra = [a for a in args.jupyter_args if a != "--"]  # e.g. --port=8889 --no-browser
+        return _hold(argv + extra + [str(p.relative_to(REPO)) for p in book.notebooks()], env)
 
 
 def cmd_serve(args) -> int:
@@ -90,8 +125,17 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--no-site", action="store_true", help="measure only")
     b.set_defaults(func=cmd_book)
     sub.add_parser("site", help="build the site from the results there are").set_defaults(func=cmd_site)
+    c = sub.add_parser("course", help="run and time every exercise's solution (Python and Java)")
+    c.add_argument("--quick", action="store_true", help="one run each, small sizes")
+    c.set_defaults(func=cmd_course)
+    sub.add_parser("prefetch", help="fetch and compile everything the course needs, now").set_defaults(
+        func=cmd_prefetch)
+    k = sub.add_parser("linkcheck", help="check every link of the built site in build/site")
+    k.add_argument("--external", action="store_true", help="also fetch links to other sites (needs the network)")
+    k.set_defaults(func=cmd_linkcheck)
     lab = sub.add_parser("lab", help="Redis (and toxiproxy) up, JupyterLab on the notebooks")
     lab.add_argument("--no-jupyter", action="store_true", help="only hold Redis up, e.g. for JBang")
+    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="after --: options for JupyterLab")
     lab.set_defaults(func=cmd_lab)
     s = sub.add_parser("serve", help="serve the site on 127.0.0.1")
     s.add_argument("--port", type=int, default=8000)

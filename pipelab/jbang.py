@@ -86,15 +86,29 @@ def jbang_argv(args: list[str]) -> list[str]:
     on_path = shutil.which("jbang")
     if on_path:
         return [on_path, *args]
-    java = require_jdk()
-    first = subprocess.run([java, "-classpath", str(jbang_jar()), "dev.jbang.Main", *args], cwd=REPO,
-                           env=jbang_env(), capture_output=True, text=True)
+    first = _from_jar(args)
     if first.returncode == 255:
         return ["bash", "-c", "exec " + first.stdout.strip()]
-    if first.returncode != 0:
-        raise LabError(f"jbang {' '.join(args)} failed: {_last_line(first.stderr or first.stdout)}")
     # e.g. `jbang build`: the work is done and nothing is left to run
     return ["true"]
+
+
+def _from_jar(args: list[str]) -> subprocess.CompletedProcess:
+    first = subprocess.run([require_jdk(), "-classpath", str(jbang_jar()), "dev.jbang.Main", *args], cwd=REPO,
+                           env=jbang_env(), capture_output=True, text=True)
+    if first.returncode not in (0, 255):
+        raise LabError(f"jbang {' '.join(args)} failed: {_last_line(first.stderr or first.stdout)}")
+    return first
+
+
+def jbang_output(args: list[str]) -> str:
+    """What a jbang command that only reports prints, e.g. `info classpath ALIAS`."""
+    on_path = shutil.which("jbang")
+    done = (subprocess.run([on_path, *args], cwd=REPO, env=jbang_env(), capture_output=True, text=True)
+            if on_path else _from_jar(args))
+    if done.returncode != 0:
+        raise LabError(f"jbang {' '.join(args)} failed: {_last_line(done.stderr or done.stdout)}")
+    return done.stdout
 
 
 def _last_line(text: str) -> str:
@@ -142,8 +156,9 @@ class JavaRun:
         """One Measurement per mode; `ops` (commands per sample) may differ by mode, `cpu_s` is the JVM's CPU."""
         ops = self.data.get("ops", {})
         cpu = self.data.get("cpu_s", {})
+        warmup = self.data.get("warmup_s", {})
         return {mode: Measurement(mode, int(ops.get(mode, self.data["size"])), [float(s) for s in samples],
-                                  {"alias": self.alias, "client_cpu_s": cpu.get(mode)})
+                                  {"alias": self.alias, "client_cpu_s": cpu.get(mode)}, list(warmup.get(mode, [])))
                 for mode, samples in self.data["modes"].items()}
 
 

@@ -14,6 +14,7 @@ class Measurement:
     ops: int  # operations in one sample, so throughput = ops / seconds
     samples: list[float] = field(default_factory=list)  # seconds, one per repetition
     params: dict = field(default_factory=dict)
+    warmup: list[float] = field(default_factory=list)  # seconds of the untimed warm-up calls, kept to show why
 
     @property
     def median(self) -> float:
@@ -43,11 +44,13 @@ class Measurement:
 
     def to_dict(self) -> dict:
         return {"label": self.label, "ops": self.ops, "samples_s": self.samples, "params": self.params,
-                "median_s": self.median, "min_s": self.min, "max_s": self.max, "ops_per_s": self.ops_per_s}
+                "median_s": self.median, "min_s": self.min, "max_s": self.max, "ops_per_s": self.ops_per_s,
+                "warmup_s": self.warmup}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Measurement":
-        return cls(data["label"], data["ops"], list(data["samples_s"]), dict(data.get("params", {})))
+        return cls(data["label"], data["ops"], list(data["samples_s"]), dict(data.get("params", {})),
+                   list(data.get("warmup_s", [])))
 
 
 def _seconds(value: float) -> str:
@@ -71,9 +74,11 @@ def progress(iterable: Iterable, desc: str, total: int | None = None):
     return tqdm(iterable, desc=desc, total=total, leave=False)
 
 
+# --8<-- [start:measure]
 def measure(label: str, run: Callable[[], object], *, ops: int, repeat: int = 5, warmup: int = 1,
             setup: Callable[[], object] | None = None, **params) -> Measurement:
-    """Time `run` `repeat` times after `warmup` untimed calls; `setup` runs before each call, untimed."""
+    """Time `run` `repeat` times after `warmup` calls whose times are kept apart (never in the median);
+    `setup` runs before each call, untimed."""
     result = Measurement(label, ops, params=params)
     for i in progress(range(warmup + repeat), desc=label):
         if setup is not None:
@@ -81,6 +86,6 @@ def measure(label: str, run: Callable[[], object], *, ops: int, repeat: int = 5,
         start = time.perf_counter()
         run()
         elapsed = time.perf_counter() - start
-        if i >= warmup:
-            result.samples.append(elapsed)
+        (result.samples if i >= warmup else result.warmup).append(elapsed)
     return result
+# --8<-- [end:measure]

@@ -4,6 +4,9 @@ Markers in the Markdown (see site/chapters/*.md):
   <!-- pipelab:figures ch01 -->     the reader's figures beside the published ones
   <!-- pipelab:env ch01 -->         the environment the figures were measured in
   <!-- pipelab:plot ch01/name -->   a plot written by the notebook (or a note that it is missing)
+  <!-- pipelab:spread all -->       how far apart the repetitions of every measurement landed
+  <!-- pipelab:course timings -->   the course plan beside what each exercise's solutions took
+  <!-- pipelab:course footprint --> what the course fetched onto this machine, by size
   {{ ch01/name#key }}               one formatted figure from a results file
 Without results (a site built before `make book`), every marker says so instead of failing.
 """
@@ -16,10 +19,10 @@ from pathlib import Path, PurePosixPath
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from pipelab import paths, report, results
+from pipelab import course, paths, report, results
 
 NOT_YET = "not measured yet (run `make book`)"
-MARKER = re.compile(r"<!--\s*pipelab:(figures|env|plot)\s+([\w/.-]+)\s*-->")
+MARKER = re.compile(r"<!--\s*pipelab:(figures|env|plot|spread|course)\s+([\w/.-]+)\s*-->")
 VALUE = re.compile(r"\{\{\s*([\w/.-]+)#(\w+)\s*\}\}")
 NOTEBOOK_SUFFIX = "-notebook.ipynb"
 
@@ -38,9 +41,11 @@ def on_files(files, config):
     # mkdocs-jupyter wraps File objects in a way that only works for files on disk under a src_dir,
     # so the notebooks are staged (copied) under build/ rather than added as generated files.
     staging = paths.build_dir() / "site-notebooks"
-    (staging / "chapters").mkdir(parents=True, exist_ok=True)
-    for stem, source in _notebook_sources().items():
-        name = f"chapters/{stem}{NOTEBOOK_SUFFIX}"
+    staged = {f"chapters/{stem}{NOTEBOOK_SUFFIX}": source for stem, source in _notebook_sources().items()}
+    # The exercises as trainees get them: the committed notebooks, unexecuted (solutions stay off the site).
+    staged.update({f"course/{p.name}": p for p in sorted((paths.REPO / "notebooks" / "exercises").glob("*.ipynb"))})
+    for name, source in staged.items():
+        (staging / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, staging / name)
         files.append(File(name, str(staging), config["site_dir"], config["use_directory_urls"]))
     figures = paths.results_dir()
@@ -67,6 +72,10 @@ def on_page_markdown(markdown, page, config, files):
             return report.markdown_table(arg)
         if kind == "env":
             return report.environment_table(arg)
+        if kind == "spread":
+            return report.spread_tables()
+        if kind == "course":
+            return course.footprint_table() if arg == "footprint" else course.timings_table()
         return _plot(arg, depth)
 
     def value(match: re.Match) -> str:

@@ -94,6 +94,15 @@ def executed_notebooks(session, jdk):
     return {p.name[:2]: nbformat.read(p, as_version=4) for p in paths}
 
 
+@pytest.fixture(scope="session")
+def built_site(isolated_build, executed_notebooks):
+    """The site, built once (mkdocs --strict) from the executed notebooks' results, in the isolated build dir."""
+    from pipelab import book
+
+    book.build_site(isolated_build / "site")
+    return isolated_build / "site"
+
+
 def cell_errors(nb) -> list:
     return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
 
@@ -112,3 +121,15 @@ def saved(name: str) -> dict:
     loaded = results.load(name)
     assert loaded is not None, f"the notebook saved no {name}"
     return loaded
+
+
+@pytest.fixture
+def foreign_key(lab):
+    """A key the lab did not write, in the lab's Redis; it must survive whatever the test runs."""
+    with lab.client() as client:
+        client.set("not-ours", "1")
+        try:
+            yield client
+            assert client.get("not-ours") == b"1", "the lab touched a key that is not its own"
+        finally:
+            client.delete("not-ours")  # the fixture's own key, made above

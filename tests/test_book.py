@@ -60,10 +60,9 @@ def test_results_record_the_environment_and_the_claims_hold(executed):
     assert sweep["pipelined_ops_at_250ms"]["value"] > 100 * sweep["single_ops_at_250ms"]["value"]
 
 
-def test_site_builds_strict_with_the_readers_figures(executed, tmp_path):
-    index = book.build_site(tmp_path / "site")
-    assert index.exists()
-    page = (tmp_path / "site" / "chapters" / "01-round-trip-time" / "index.html").read_text()
+def test_site_builds_strict_with_the_readers_figures(built_site):
+    assert (built_site / "index.html").exists()
+    page = (built_site / "chapters" / "01-round-trip-time" / "index.html").read_text()
     text = re.sub(r"<[^>]+>", "", page)  # highlighted code is split into spans
     assert "not measured yet" not in text
     assert "class PingBench" in text and "class SaddBench" in text, "Java included from the real files"
@@ -71,13 +70,13 @@ def test_site_builds_strict_with_the_readers_figures(executed, tmp_path):
     assert page.count('class="tabbed-set') >= 3, "Python and Java in tabs"
     for plot in ("ping-10k", "sadd-100k", "rtt-sweep"):
         assert f"figures/ch01/{plot}.png" in page
-        assert (tmp_path / "site" / "figures" / "ch01" / f"{plot}.png").exists()
+        assert (built_site / "figures" / "ch01" / f"{plot}.png").exists()
     for chapter in CHAPTERS:
-        html = (tmp_path / "site" / "chapters" / chapter.stem / "index.html").read_text()
+        html = (built_site / "chapters" / chapter.stem / "index.html").read_text()
         text = re.sub(r"<[^>]+>", "", html)
         assert "not measured yet" not in text, chapter.stem
         assert "public class" in text, f"{chapter.stem} shows its Java example, included from the file"
-        notebook_page = (tmp_path / "site" / "chapters" / f"{chapter.stem}-notebook" / "index.html").read_text()
+        notebook_page = (built_site / "chapters" / f"{chapter.stem}-notebook" / "index.html").read_text()
         assert "data:image/png;base64" in notebook_page or "<img" in notebook_page, chapter.stem
 
 

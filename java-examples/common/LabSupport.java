@@ -374,10 +374,12 @@ final class LabSupport {
     static final class Samples extends AbstractList<Double> {
         final List<Double> wall;
         final List<Double> cpu;
+        final List<Double> warmup; // wall seconds of the warm-up iterations: reported, never in a median
 
-        Samples(List<Double> wall, List<Double> cpu) {
+        Samples(List<Double> wall, List<Double> cpu, List<Double> warmup) {
             this.wall = List.copyOf(wall);
             this.cpu = List.copyOf(cpu);
+            this.warmup = List.copyOf(warmup);
         }
 
         @Override
@@ -401,6 +403,7 @@ final class LabSupport {
     static Samples measure(Settings s, Step reset, Step task, Step verify) throws Exception {
         List<Double> wall = new ArrayList<>(s.repeat());
         List<Double> cpu = new ArrayList<>(s.repeat());
+        List<Double> warm = new ArrayList<>(s.warmup());
         for (int i = 0; i < s.warmup() + s.repeat(); i++) {
             if (reset != null) {
                 reset.run();
@@ -419,9 +422,11 @@ final class LabSupport {
                 if (PROCESS_CPU_NANOS != null) {
                     cpu.add(cpuSpent / 1e9);
                 }
+            } else {
+                warm.add(elapsed / 1e9);
             }
         }
-        return new Samples(wall, cpu);
+        return new Samples(wall, cpu, warm);
     }
 
     // ---------------------------------------------------------------- versions
@@ -461,6 +466,7 @@ final class LabSupport {
      * PIPELAB-RESULT {"example":...,"java_version":...,"clients":{...},"size":...,
      * "repeat":...,"warmup":...,"modes":{"mode":[seconds,...],...}
      * [,"ops":{"mode":commands per sample,...}] [,"cpu_s":{"mode":[client CPU seconds,...],...}]
+     * [,"warmup_s":{"mode":[seconds of each warm-up iteration,...],...}]
      * [,"wire":{"mode":{"command":calls over all the mode's iterations,...},...}]
      * [,"facts":{"name":"text" or number or boolean,...}]}
      * "ops" appears only when some mode's samples did not run `size` commands (then it lists
@@ -477,6 +483,7 @@ final class LabSupport {
         private final Map<String, String> labels = new LinkedHashMap<>();
         private final Map<String, Integer> ops = new LinkedHashMap<>();
         private final Map<String, List<Double>> cpu = new LinkedHashMap<>();
+        private final Map<String, List<Double>> warmups = new LinkedHashMap<>();
         private final Map<String, Map<String, Long>> wire = new LinkedHashMap<>();
         private final Map<String, Object> facts = new LinkedHashMap<>();
         private boolean speedUps = true;
@@ -542,6 +549,9 @@ final class LabSupport {
             ops.put(mode, count);
             double median = median(samples);
             String cpuNote = "";
+            if (samples instanceof Samples measured && !measured.warmup.isEmpty()) {
+                warmups.put(mode, measured.warmup);
+            }
             if (samples instanceof Samples measured && !measured.cpu.isEmpty()) {
                 cpu.put(mode, measured.cpu);
                 double wall = sum(measured.wall);
@@ -600,6 +610,10 @@ final class LabSupport {
             if (!cpu.isEmpty()) {
                 sb.append(",\"cpu_s\":");
                 samplesJson(sb, cpu);
+            }
+            if (!warmups.isEmpty()) {
+                sb.append(",\"warmup_s\":");
+                samplesJson(sb, warmups);
             }
             if (!wire.isEmpty()) {
                 sb.append(",\"wire\":{");

@@ -1,0 +1,697 @@
+//DEPS io.lettuce:lettuce-core:7.7.0.RELEASE
+//SOURCES ../common/LabSupport.java
+
+// The checker of the course kit's five exercises. An exercise (exercises/ExNN*.java) and its
+// solution (solutions/ExNN*.java) differ only in the task method, so both pull this file in
+// and hand that method to ExerciseCheck.exNN(args, method):
+//   //SOURCES ExerciseCheck.java               from an exercise
+//   //SOURCES ../exercises/ExerciseCheck.java  from a solution
+// (JBang resolves each //SOURCES line against the file that declares it: the line above
+// reaches ../common/LabSupport.java from here, whoever included this file.) The Lettuce
+// //DEPS is declared here because exercise 3's check compiles into every exercise; the
+// exercises declare Jedis themselves, as every example does.
+//
+// Every check connects, refuses a Redis holding keys that are not the lab's, deletes the keys
+// under its own prefix (pipelab:ex01: ... pipelab:ex05:), checks, and deletes them again.
+// Exit codes: 0 solved, with "Exercise N solved: <figure>" as the last line; 1 not solved, one
+// sentence saying what is wrong and where in the book to look; 2 bad arguments, Redis
+// unreachable, or a Redis holding foreign keys (LabSupport's 3 and 4 folded into one code).
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import io.lettuce.core.LettuceFutures;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisConnectionException;
+import io.lettuce.core.RedisFuture;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisAsyncCommands;
+import redis.clients.jedis.Jedis;
+import redis.clients.jedis.Pipeline;
+import redis.clients.jedis.Response;
+import redis.clients.jedis.exceptions.JedisConnectionException;
+import redis.clients.jedis.params.ScanParams;
+import redis.clients.jedis.resps.ScanResult;
+import redis.clients.jedis.util.JedisClusterCRC16;
+
+final class ExerciseCheck {
+
+    /** Timed checks: one warm-up (JIT, first connection use), then three recorded runs, medians. */
+    private static final int REPEAT = 3;
+
+    /** The speed-up exercises 1 and 2 ask for. Tolerant on purpose: the lab machine is shared and noisy. */
+    private static final double REQUIRED_SPEED_UP = 3.0;
+
+    private static final int KEY_BATCH = 1000;
+
+    private ExerciseCheck() {
+    }
+
+    /** One exercise: its number, the class and method the student writes, and the book section that teaches it. */
+    record Exercise(int number, String className, String method, String section) {
+        String alias() {
+            return String.format(Locale.ROOT, "ex%02d", number);
+        }
+
+        /** Every key this exercise writes starts with this, and only these keys are deleted. */
+        String prefix() {
+            return LabSupport.key(alias()) + ":";
+        }
+
+        LabSupport.Stop notSolved(String what) {
+            return new LabSupport.Stop(1, "Exercise " + number + " is not solved yet: " + what + " (" + section + ").");
+        }
+    }
+
+    static final Exercise EX01 = new Exercise(1, "Ex01PipelineTheLoop", "incrAll",
+            "chapter 1, 'One request, one reply, one wait'");
+    static final Exercise EX02 = new Exercise(2, "Ex02ChunkABigJob", "setInChunks",
+            "chapter 2, 'Throughput against depth'");
+    static final Exercise EX03 = new Exercise(3, "Ex03FlushOnce", "queueAll",
+            "chapter 3, 'Lettuce: every connection is a pipeline already'");
+    static final Exercise EX04 = new Exercise(4, "Ex04KeepLatest", "pushKeepLatest",
+            "chapter 4, 'LREM against LTRIM: a pipeline does not make a command cheaper'");
+    static final Exercise EX05 = new Exercise(5, "Ex05OneSlotPerUser", "userKey",
+            "chapter 5, 'CROSSSLOT, and what hash tags cost'");
+
+    // ---------------------------------------------------------------- the tasks' shapes
+
+    interface IncrAll {
+        List<Long> incrAll(Jedis jedis, List<String> keys);
+    }
+
+    interface SetInChunks {
+        int setInChunks(Jedis jedis, List<String> keys, String value, int depth);
+    }
+
+    interface QueueAll {
+        List<RedisFuture<Long>> queueAll(RedisAsyncCommands<String, String> async, String key, List<String> members);
+    }
+
+    interface PushKeepLatest {
+        void pushKeepLatest(Jedis jedis, String key, List<String> items, int keep);
+    }
+
+    interface UserKey {
+        String userKey(String userId, String field);
+    }
+
+    // ---------------------------------------------------------------- entry point
+
+    /** A check: returns the figure for the "solved" line, or throws a Stop. */
+    private interface Check {
+        String run(LabSupport.Settings s) throws Exception;
+    }
+
+    /** The part of a check that needs the lab's Redis, given a connection to it. */
+    private interface LabBody {
+        String run(Jedis jedis) throws Exception;
+    }
+
+    private interface StudentCall<T> {
+        T call() throws Exception;
+    }
+
+    private static void run(Exercise ex, String[] args, int size, Check check) {
+        int code;
+        String figure = null;
+        LabSupport.Settings s = null;
+        try {
+            s = parse(ex, args, size);
+            figure = check.run(s);
+            code = 0;
+        } catch (LabSupport.Stop stop) {
+            System.out.flush();
+            System.err.println(stop.getMessage());
+            code = stop.exitCode == 1 ? 1 : 2;
+        } catch (JedisConnectionException | RedisConnectionException e) {
+            System.out.flush();
+            String where = s == null ? "the given address" : s.where();
+            String reason = String.valueOf(e.getMessage()).replaceAll("\\.$", "");
+            System.err.println("Lost the connection to Redis at " + where + " (" + reason
+                    + "); check that it is still running and run the exercise again.");
+            code = 2;
+        } catch (Exception e) {
+            System.out.flush();
+            System.err.println(ex.alias() + ": the checker itself failed unexpectedly:");
+            e.printStackTrace();
+            code = 1;
+        }
+        if (code == 0) {
+            System.out.println("Exercise " + ex.number() + " solved: " + figure);
+        }
+        System.out.flush();
+        // Exit explicitly: Lettuce may leave non-daemon threads behind.
+        System.exit(code);
+    }
+
+    private static LabSupport.Settings parse(Exercise ex, String[] args, int size) {
+        String usage = "usage: jbang " + ex.alias() + " (or " + ex.alias() + "-solution) [host] [port] (defaults "
+                + LabSupport.DEFAULT_HOST + " " + LabSupport.DEFAULT_PORT + ")";
+        if (args.length > 0 && (args[0].equals("-h") || args[0].equals("--help"))) {
+            System.out.println(usage);
+            System.out.flush();
+            System.exit(0);
+        }
+        if (args.length > 2) {
+            throw new LabSupport.Stop(2, ex.alias() + ": expected at most 2 arguments (host and port) but got "
+                    + args.length + "; " + usage + ".");
+        }
+        String host = args.length > 0 ? args[0].trim() : LabSupport.DEFAULT_HOST;
+        int port = -1;
+        try {
+            port = args.length > 1 ? Integer.parseInt(args[1].trim()) : LabSupport.DEFAULT_PORT;
+        } catch (NumberFormatException ignored) {
+            // reported below, like an out-of-range port
+        }
+        if (host.isEmpty() || port < 1 || port > 65_535) {
+            throw new LabSupport.Stop(2, ex.alias() + ": " + (host.isEmpty() ? "host must not be empty"
+                    : "port must be an integer from 1 to 65535, not '" + args[1] + "'") + "; " + usage + ".");
+        }
+        return new LabSupport.Settings(ex.alias(), host, port, size, REPEAT, LabSupport.DEFAULT_WARMUP);
+    }
+
+    /**
+     * Connects, refuses foreign keys, clears the exercise's prefix, runs the body and clears
+     * the prefix again (on a fresh connection: the body's may be broken), whatever happened.
+     */
+    private static String inLab(Exercise ex, LabSupport.Settings s, LabBody body) throws Exception {
+        try (Jedis jedis = LabSupport.connect(s)) {
+            LabSupport.requireLabOnly(jedis, s);
+            deletePrefix(jedis, ex.prefix());
+            try {
+                return body.run(jedis);
+            } finally {
+                try (Jedis fresh = new Jedis(s.host(), s.port())) {
+                    deletePrefix(fresh, ex.prefix());
+                } catch (RuntimeException e) {
+                    System.err.println("Warning: could not delete the " + ex.prefix() + "* keys at " + s.where()
+                            + ": " + e.getMessage());
+                }
+            }
+        }
+    }
+
+    /** Deletes every key under `prefix`, found with SCAN, so keys of an earlier broken run go too. */
+    private static void deletePrefix(Jedis jedis, String prefix) {
+        ScanParams params = new ScanParams().match(prefix + "*").count(KEY_BATCH);
+        List<String> found = new ArrayList<>();
+        String cursor = ScanParams.SCAN_POINTER_START;
+        do {
+            ScanResult<String> page = jedis.scan(cursor, params);
+            found.addAll(page.getResult());
+            cursor = page.getCursor();
+        } while (!ScanParams.SCAN_POINTER_START.equals(cursor));
+        LabSupport.deleteKeys(jedis, found);
+    }
+
+    /**
+     * Calls the student's method. A TODO still in place, or any exception it throws, becomes
+     * the one-sentence "not solved" report; a lost connection stays what it is (exit 2).
+     */
+    private static <T> T student(Exercise ex, StudentCall<T> call) {
+        try {
+            return call.call();
+        } catch (JedisConnectionException | RedisConnectionException e) {
+            throw e;
+        } catch (Exception e) {
+            if (e instanceof UnsupportedOperationException && String.valueOf(e.getMessage()).startsWith("TODO")) {
+                throw ex.notSolved(ex.method() + " still throws TODO; fill it in");
+            }
+            String at = "";
+            for (StackTraceElement frame : e.getStackTrace()) {
+                if (frame.getClassName().equals(ex.className()) || frame.getClassName().startsWith(ex.className() + "$")) {
+                    at = " at " + frame.getFileName() + ":" + frame.getLineNumber();
+                    break;
+                }
+            }
+            throw ex.notSolved(ex.method() + " threw " + e.getClass().getSimpleName() + " (" + e.getMessage() + ")"
+                    + at + "; fix that first");
+        }
+    }
+
+    // ---------------------------------------------------------------- exercise 1
+
+    private static final int EX01_KEYS = 10_000;
+
+    static void ex01(String[] args, IncrAll incrAll) {
+        run(EX01, args, EX01_KEYS, s -> inLab(EX01, s, jedis -> checkIncrAll(s, jedis, incrAll)));
+    }
+
+    private static String checkIncrAll(LabSupport.Settings s, Jedis jedis, IncrAll incrAll) throws Exception {
+        List<String> theirs = LabSupport.keys(EX01_KEYS, EX01.alias(), "yours");
+        List<String> ours = LabSupport.keys(EX01_KEYS, EX01.alias(), "loop");
+        System.out.println("Exercise 1: incrAll on " + String.format(Locale.ROOT, "%,d", EX01_KEYS)
+                + " new keys at " + s.where() + ", 1 warm-up and " + REPEAT + " timed runs each");
+
+        // The student's first: a TODO or a wrong reply is reported before the slow loop runs.
+        AtomicReference<List<Long>> replies = new AtomicReference<>();
+        Map<String, Long> before = LabSupport.commandCalls(s);
+        List<Double> yours = LabSupport.measure(s, () -> LabSupport.deleteKeys(jedis, theirs),
+                () -> replies.set(student(EX01, () -> incrAll.incrAll(jedis, theirs))),
+                () -> checkIncrReplies(jedis, theirs, replies.get()));
+        Map<String, Long> sent = LabSupport.callsBetween(before, LabSupport.commandCalls(s));
+        if (sent.containsKey("multi") || sent.containsKey("exec")) {
+            throw EX01.notSolved("incrAll sent MULTI/EXEC, a transaction; use a plain jedis.pipelined(),"
+                    + " not jedis.multi()");
+        }
+        List<Double> loop = LabSupport.measure(s, () -> LabSupport.deleteKeys(jedis, ours), () -> {
+            for (String key : ours) {
+                jedis.incr(key);
+            }
+        }, null);
+
+        double speedUp = median(loop) / median(yours);
+        System.out.println("one INCR at a time (checker): " + spread(loop));
+        System.out.println("incrAll (yours):              " + spread(yours));
+        System.out.println(String.format(Locale.ROOT, "speed-up: %.1fx (at least %.0fx needed)", speedUp,
+                REQUIRED_SPEED_UP));
+        if (speedUp < REQUIRED_SPEED_UP) {
+            throw EX01.notSolved(String.format(Locale.ROOT, "incrAll ran only %.1fx as fast as one INCR at a time"
+                    + " (at least %.0fx needed); queue every INCR on one jedis.pipelined() and sync() once, so"
+                    + " they share one round trip", speedUp, REQUIRED_SPEED_UP));
+        }
+        return String.format(Locale.ROOT, "%,d INCRs pipelined in %s s against %s s one by one, %.1fx faster"
+                + " (medians)", EX01_KEYS, seconds(median(yours)), seconds(median(loop)), speedUp);
+    }
+
+    private static void checkIncrReplies(Jedis jedis, List<String> keys, List<Long> replies) {
+        if (replies == null || replies.size() != keys.size()) {
+            throw EX01.notSolved(String.format(Locale.ROOT, "incrAll returned %s for %,d keys; return one reply"
+                    + " per key, in order", replies == null ? "null"
+                    : String.format(Locale.ROOT, "%,d replies", replies.size()), keys.size()));
+        }
+        for (int i = 0; i < replies.size(); i++) {
+            if (!Long.valueOf(1).equals(replies.get(i))) {
+                throw EX01.notSolved("reply " + i + " is " + replies.get(i) + ", but INCR of a new key replies 1;"
+                        + " return each INCR's reply, in the order of the keys");
+            }
+        }
+        requireValues(EX01, jedis, keys, "1", "after incrAll");
+    }
+
+    // ---------------------------------------------------------------- exercise 2
+
+    private static final int EX02_KEYS = 20_000;
+    private static final int[] EX02_DEPTHS = {1, 10, 100, 1000};
+    private static final int EX02_COMPARED_DEPTH = 100;
+
+    static void ex02(String[] args, SetInChunks setInChunks) {
+        run(EX02, args, EX02_KEYS, s -> inLab(EX02, s, jedis -> checkSetInChunks(s, jedis, setInChunks)));
+    }
+
+    private static String checkSetInChunks(LabSupport.Settings s, Jedis jedis, SetInChunks setInChunks)
+            throws Exception {
+        List<String> keys = LabSupport.keys(EX02_KEYS, EX02.alias(), "key");
+        System.out.println(String.format(Locale.ROOT, "Exercise 2: setInChunks on %,d keys at %s, depths %s,"
+                + " a warm-up pass over all depths, then %d timed runs each", EX02_KEYS, s.where(), Arrays.toString(EX02_DEPTHS),
+                REPEAT));
+        // One unrecorded pass over every depth first: timed first and cold (JIT, first use of
+        // each code path), depth 1 would look slower than it is, to the benefit of every other depth.
+        LabSupport.Settings once = new LabSupport.Settings(s.example(), s.host(), s.port(), s.size(), 1, 0);
+        for (int depth : EX02_DEPTHS) {
+            timeDepth(once, jedis, keys, setInChunks, depth);
+        }
+        LabSupport.Settings timed = new LabSupport.Settings(s.example(), s.host(), s.port(), s.size(), REPEAT, 0);
+        Map<Integer, Double> opsPerSecond = new LinkedHashMap<>();
+        for (int depth : EX02_DEPTHS) {
+            List<Double> runs = timeDepth(timed, jedis, keys, setInChunks, depth);
+            double ops = EX02_KEYS / median(runs);
+            opsPerSecond.put(depth, ops);
+            System.out.println(String.format(Locale.ROOT, "depth %4d: %,10.0f SETs/s  %,6d pipelines  %s  %.1fx depth 1",
+                    depth, ops, chunks(depth), spread(runs), ops / opsPerSecond.get(1)));
+        }
+        double gain = opsPerSecond.get(EX02_COMPARED_DEPTH) / opsPerSecond.get(1);
+        if (gain < REQUIRED_SPEED_UP) {
+            throw EX02.notSolved(String.format(Locale.ROOT, "at depth %d setInChunks moves only %.1fx the SETs per"
+                    + " second of depth 1 (at least %.0fx needed); the speed should grow with depth: one"
+                    + " pipeline per chunk of up to depth SETs, synced once per chunk", EX02_COMPARED_DEPTH, gain,
+                    REQUIRED_SPEED_UP));
+        }
+        return String.format(Locale.ROOT, "depth %d moves %,.0f SETs/s, %.1fx the %,.0f of depth 1 (medians)",
+                EX02_COMPARED_DEPTH, opsPerSecond.get(EX02_COMPARED_DEPTH), gain, opsPerSecond.get(1));
+    }
+
+    /** setInChunks at one depth, s.repeat() times on fresh keys, each run's count and keys checked. */
+    private static List<Double> timeDepth(LabSupport.Settings s, Jedis jedis, List<String> keys,
+                                          SetInChunks setInChunks, int depth) throws Exception {
+        String value = "depth-" + depth; // a value per depth, so a run cannot pass on an earlier one's keys
+        AtomicInteger synced = new AtomicInteger();
+        return LabSupport.measure(s, () -> LabSupport.deleteKeys(jedis, keys),
+                () -> synced.set(student(EX02, () -> setInChunks.setInChunks(jedis, keys, value, depth))),
+                () -> {
+                    if (synced.get() != chunks(depth)) {
+                        throw EX02.notSolved(String.format(Locale.ROOT, "at depth %d setInChunks returned %d but"
+                                + " %,d keys in pipelines of at most %d make %,d; sync() after every chunk and return"
+                                + " how many times you synced", depth, synced.get(), EX02_KEYS, depth, chunks(depth)));
+                    }
+                    requireValues(EX02, jedis, keys, value, "after setInChunks at depth " + depth);
+                });
+    }
+
+    /** ceil(keys / depth): the pipelines a chunked job of EX02_KEYS SETs syncs. */
+    private static int chunks(int depth) {
+        return (EX02_KEYS + depth - 1) / depth;
+    }
+
+    // ---------------------------------------------------------------- exercise 3
+
+    private static final int EX03_MEMBERS = 10_000;
+
+    /** How long bytes that did leave the client get to reach the server before the check looks. */
+    private static final long EX03_SETTLE_MS = 200;
+
+    static void ex03(String[] args, QueueAll queueAll) {
+        run(EX03, args, EX03_MEMBERS, s -> inLab(EX03, s, jedis -> checkQueueAll(s, jedis, queueAll)));
+    }
+
+    private static String checkQueueAll(LabSupport.Settings s, Jedis jedis, QueueAll queueAll) throws Exception {
+        String key = LabSupport.key(EX03.alias(), "set");
+        List<String> members = new ArrayList<>(EX03_MEMBERS);
+        for (int i = 0; i < EX03_MEMBERS; i++) {
+            members.add("member:" + i);
+        }
+        System.out.println(String.format(Locale.ROOT, "Exercise 3: queueAll of %,d SADDs on a Lettuce connection"
+                + " with auto-flush off, at %s", EX03_MEMBERS, s.where()));
+        RedisClient client = null;
+        try {
+            client = RedisClient.create(RedisURI.builder().withHost(s.host()).withPort(s.port()).build());
+            StatefulRedisConnection<String, String> connection = client.connect();
+            connection.setAutoFlushCommands(false);
+            warmUp(connection, LabSupport.key(EX03.alias(), "warm-up"), members);
+            List<RedisFuture<Long>> futures = student(EX03, () -> queueAll.queueAll(connection.async(), key, members));
+
+            // Nothing may have reached Redis yet: read the set on the other connection (Jedis).
+            Thread.sleep(EX03_SETTLE_MS);
+            long early = jedis.scard(key);
+            long done = futures == null ? 0 : futures.stream().filter(Future::isDone).count();
+            if (early > 0 || done > 0) {
+                throw EX03.notSolved(String.format(Locale.ROOT, "bytes left before the flush: when queueAll returned"
+                        + " the set already had %,d members and %,d futures were done; only queue the SADDs (no"
+                        + " flushCommands(), no waiting on futures, auto-flush stays off) and return the futures",
+                        early, done));
+            }
+            if (futures == null || futures.size() != members.size()) {
+                throw EX03.notSolved(String.format(Locale.ROOT, "queueAll returned %s for %,d members; return one"
+                        + " SADD future per member, in order", futures == null ? "null"
+                        : String.format(Locale.ROOT, "%,d futures", futures.size()), members.size()));
+            }
+
+            long start = System.nanoTime();
+            connection.flushCommands();
+            boolean all;
+            try {
+                all = LettuceFutures.awaitAll(Duration.ofSeconds(30), futures.toArray(new Future<?>[0]));
+            } catch (RedisCommandExecutionException e) { // Redis answered a queued command with an error
+                throw EX03.notSolved("a queued command failed after the flush (" + e.getMessage()
+                        + "); queue SADD key member, one per member");
+            }
+            double flushToLast = (System.nanoTime() - start) / 1e9;
+            if (!all) {
+                throw EX03.notSolved("not every future completed within 30 s of flushCommands(); return the"
+                        + " futures of the SADDs you queued");
+            }
+            for (int i = 0; i < futures.size(); i++) {
+                Long reply = futures.get(i).get();
+                if (!Long.valueOf(1).equals(reply)) {
+                    throw EX03.notSolved("future " + i + " holds " + reply + ", but SADD of a new member replies 1;"
+                            + " return the SADD futures in the order of the members");
+                }
+            }
+            long scard = jedis.scard(key);
+            if (scard != EX03_MEMBERS) {
+                throw EX03.notSolved(String.format(Locale.ROOT, "after the flush the set has %,d members, not %,d;"
+                        + " SADD every member to the given key", scard, EX03_MEMBERS));
+            }
+            System.out.println(String.format(Locale.ROOT, "before flushCommands(): SCARD 0, no future done;"
+                    + " after: %,d replies of 1, SCARD %,d", EX03_MEMBERS, scard));
+            System.out.println("flushCommands() to the last reply: " + millis(flushToLast));
+            return String.format(Locale.ROOT, "%,d SADDs held back until one flushCommands(), the last reply %s"
+                    + " after it", EX03_MEMBERS, millis(flushToLast));
+        } catch (ExecutionException e) {
+            throw EX03.notSolved("a future failed (" + e.getCause() + "); queue SADD key member, one per member");
+        } finally {
+            if (client != null) {
+                // No quiet period: nothing is in flight once the check is over.
+                client.shutdown(0, 2, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    /**
+     * The same SADDs once, flushed and awaited, to another key: the first flush of a fresh JVM
+     * spends most of its time compiling Lettuce's encoding path, and the figure reported is
+     * meant to be the flush's. The key goes with the rest of the prefix at the end.
+     */
+    private static void warmUp(StatefulRedisConnection<String, String> connection, String key, List<String> members)
+            throws Exception {
+        List<RedisFuture<Long>> futures = new ArrayList<>(members.size());
+        for (String member : members) {
+            futures.add(connection.async().sadd(key, member));
+        }
+        connection.flushCommands();
+        if (!LettuceFutures.awaitAll(Duration.ofSeconds(30), futures.toArray(new Future<?>[0]))) {
+            throw LabSupport.failure("the checker's warm-up SADDs did not complete within 30 s");
+        }
+    }
+
+    // ---------------------------------------------------------------- exercise 4
+
+    private static final int EX04_ITEMS = 5_000;
+    private static final int EX04_KEEP = 100;
+
+    static void ex04(String[] args, PushKeepLatest pushKeepLatest) {
+        run(EX04, args, EX04_ITEMS, s -> inLab(EX04, s, jedis -> checkPushKeepLatest(s, jedis, pushKeepLatest)));
+    }
+
+    private static String checkPushKeepLatest(LabSupport.Settings s, Jedis jedis, PushKeepLatest pushKeepLatest) {
+        String key = LabSupport.key(EX04.alias(), "latest");
+        List<String> items = new ArrayList<>(EX04_ITEMS);
+        for (int i = 0; i < EX04_ITEMS; i++) {
+            items.add("item:" + i);
+        }
+        System.out.println(String.format(Locale.ROOT, "Exercise 4: pushKeepLatest of %,d items, keeping %d, at %s",
+                EX04_ITEMS, EX04_KEEP, s.where()));
+        Map<String, Long> callsBefore = LabSupport.commandCalls(s);
+        Map<String, Long> usecBefore = commandUsec(s);
+        student(EX04, () -> {
+            pushKeepLatest.pushKeepLatest(jedis, key, items, EX04_KEEP);
+            return null;
+        });
+        Map<String, Long> calls = LabSupport.callsBetween(callsBefore, LabSupport.commandCalls(s));
+        Map<String, Long> usec = LabSupport.callsBetween(usecBefore, commandUsec(s));
+        System.out.println("commands the server ran: " + calls);
+
+        long lrems = calls.getOrDefault("lrem", 0L);
+        long ltrims = calls.getOrDefault("ltrim", 0L);
+        if (lrems > 0) {
+            throw EX04.notSolved(String.format(Locale.ROOT, "pushKeepLatest sent %,d LREM calls, and LREM scans the"
+                    + " list for its value, O(N) per call; drop the oldest by position instead, LTRIM key 0 keep-1"
+                    + " after the LPUSH", lrems));
+        }
+        if (ltrims == 0) {
+            throw EX04.notSolved("pushKeepLatest sent no LTRIM; LPUSH each item, then LTRIM key 0 keep-1 keeps the"
+                    + " newest keep elements");
+        }
+        List<String> expected = new ArrayList<>(items.subList(EX04_ITEMS - EX04_KEEP, EX04_ITEMS));
+        Collections.reverse(expected);
+        List<String> list = jedis.lrange(key, 0, -1);
+        if (!list.equals(expected)) {
+            throw EX04.notSolved(String.format(Locale.ROOT, "the list holds %,d elements from %s to %s, but should"
+                    + " hold the newest %d, %s first down to %s; LPUSH puts an item at the head, LTRIM key 0 %d"
+                    + " keeps the head", list.size(), list.isEmpty() ? "-" : list.get(0),
+                    list.isEmpty() ? "-" : list.get(list.size() - 1), EX04_KEEP, expected.get(0),
+                    expected.get(EX04_KEEP - 1), EX04_KEEP - 1));
+        }
+        // Redis sums whole microseconds per call, so a very cheap command can average below 1.
+        double perLtrim = (double) usec.getOrDefault("ltrim", 0L) / ltrims;
+        System.out.println(String.format(Locale.ROOT, "the list is the newest %d items; 0 LREM, %,d LTRIM at"
+                + " %.2f µs each on the server (INFO commandstats)", EX04_KEEP, ltrims, perLtrim));
+        return String.format(Locale.ROOT, "no LREM, %,d LTRIM calls at %.2f µs each on the server", ltrims, perLtrim);
+    }
+
+    /**
+     * INFO commandstats as microseconds per command name (LabSupport.commandCalls counts
+     * calls only), in the same shape so LabSupport.callsBetween takes the difference.
+     */
+    private static Map<String, Long> commandUsec(LabSupport.Settings s) {
+        Map<String, Long> usec = new HashMap<>();
+        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+            for (String line : jedis.info("commandstats").split("\r?\n")) {
+                int colon = line.indexOf(':');
+                if (!line.startsWith("cmdstat_") || colon < 0) {
+                    continue;
+                }
+                for (String field : line.substring(colon + 1).split(",")) {
+                    if (field.startsWith("usec=")) {
+                        usec.put(line.substring("cmdstat_".length(), colon), Long.parseLong(field.substring(5)));
+                    }
+                }
+            }
+        }
+        return usec;
+    }
+
+    // ---------------------------------------------------------------- exercise 5
+
+    private static final int EX05_USERS = 1_000;
+    private static final List<String> EX05_FIELDS = List.of("profile", "cart", "sessions");
+    private static final int EX05_WRITTEN_USERS = 50;
+    /** The slot ranges of a three-master cluster as redis-cli --cluster create splits 16,384 slots. */
+    private static final int[][] EX05_RANGES = {{0, 5460}, {5461, 10922}, {10923, 16383}};
+    private static final double EX05_MIN_SHARE = 0.20;
+    private static final double EX05_MAX_SHARE = 0.47;
+
+    static void ex05(String[] args, UserKey userKey) {
+        run(EX05, args, EX05_USERS, s -> inLab(EX05, s, jedis -> checkUserKey(s, jedis, userKey)));
+    }
+
+    private static String checkUserKey(LabSupport.Settings s, Jedis jedis, UserKey userKey) {
+        System.out.println(String.format(Locale.ROOT, "Exercise 5: userKey for %,d users x %s, slots by Jedis's"
+                + " JedisClusterCRC16, then %d users written at %s", EX05_USERS, EX05_FIELDS, EX05_WRITTEN_USERS,
+                s.where()));
+        Map<String, List<String>> keysOf = new LinkedHashMap<>();
+        Set<String> seen = new HashSet<>();
+        int[] userSlot = new int[EX05_USERS];
+        for (int u = 0; u < EX05_USERS; u++) {
+            String user = "user:" + u;
+            List<String> keys = new ArrayList<>();
+            for (String field : EX05_FIELDS) {
+                String key = student(EX05, () -> userKey.userKey(user, field));
+                String call = "userKey(\"" + user + "\", \"" + field + "\") gave '" + key + "'";
+                if (key == null || !key.startsWith(EX05.prefix())) {
+                    throw EX05.notSolved(call + ", which does not start with " + EX05.prefix()
+                            + "; every key of this exercise must");
+                }
+                if (!key.contains(user) || !key.contains(field)) {
+                    throw EX05.notSolved(call + ", which does not contain both the user id and the field");
+                }
+                if (!seen.add(key)) {
+                    throw EX05.notSolved(call + ", a key another user or field already got; keys must be distinct");
+                }
+                keys.add(key);
+            }
+            Set<Integer> slots = new TreeSet<>();
+            keys.forEach(key -> slots.add(JedisClusterCRC16.getSlot(key)));
+            if (slots.size() > 1) {
+                throw EX05.notSolved(user + "'s keys " + keys + " fall in slots " + slots + "; put the user id in a"
+                        + " hash tag, e.g. " + EX05.prefix() + "{" + user + "}:cart, so only it is hashed");
+            }
+            userSlot[u] = slots.iterator().next();
+            keysOf.put(user, keys);
+        }
+
+        if (Arrays.stream(userSlot).distinct().count() == 1) {
+            throw EX05.notSolved(String.format(Locale.ROOT, "all %,d users land in slot %d, so one cluster node"
+                    + " would serve everyone; the hash tag should hold the user id only, not something all users"
+                    + " share", EX05_USERS, userSlot[0]));
+        }
+        int[] perRange = new int[EX05_RANGES.length];
+        for (int slot : userSlot) {
+            for (int r = 0; r < EX05_RANGES.length; r++) {
+                if (slot >= EX05_RANGES[r][0] && slot <= EX05_RANGES[r][1]) {
+                    perRange[r]++;
+                }
+            }
+        }
+        StringBuilder shares = new StringBuilder();
+        boolean even = true;
+        for (int r = 0; r < EX05_RANGES.length; r++) {
+            double share = (double) perRange[r] / EX05_USERS;
+            even &= share >= EX05_MIN_SHARE && share <= EX05_MAX_SHARE;
+            shares.append(r == 0 ? "" : ", ").append(String.format(Locale.ROOT, "slots %d-%d %.1f%%",
+                    EX05_RANGES[r][0], EX05_RANGES[r][1], 100 * share));
+        }
+        System.out.println("users per slot range (one per master of a three-master cluster): " + shares);
+        if (!even) {
+            throw EX05.notSolved(String.format(Locale.ROOT, "the users crowd into part of the slots (%s; each range"
+                    + " needs %.0f-%.0f%%); the hash tag should hold the user id only", shares,
+                    100 * EX05_MIN_SHARE, 100 * EX05_MAX_SHARE));
+        }
+
+        // A cluster accepts a multi-key command only within one slot: one MSET per user is that case.
+        List<Map.Entry<String, List<String>>> written = new ArrayList<>(keysOf.entrySet()).subList(0, EX05_WRITTEN_USERS);
+        for (Map.Entry<String, List<String>> user : written) {
+            List<String> keys = user.getValue();
+            List<String> keysAndValues = new ArrayList<>();
+            for (int f = 0; f < keys.size(); f++) {
+                keysAndValues.add(keys.get(f));
+                keysAndValues.add(EX05_FIELDS.get(f) + " of " + user.getKey());
+            }
+            jedis.mset(keysAndValues.toArray(new String[0]));
+            List<String> back = jedis.mget(keys.toArray(new String[0]));
+            for (int f = 0; f < keys.size(); f++) {
+                if (!keysAndValues.get(2 * f + 1).equals(back.get(f))) {
+                    throw LabSupport.failure("key '" + keys.get(f) + "' read back '" + back.get(f)
+                            + "' right after its MSET");
+                }
+            }
+        }
+        System.out.println(written.size() + " users written with one MSET each and read back");
+        return String.format(Locale.ROOT, "each user's %d keys share a slot; %,d users over the three ranges: %s",
+                EX05_FIELDS.size(), EX05_USERS, shares);
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    /** Reads the keys with one MGET per batch in one pipeline; stops at the first key without `value`. */
+    private static void requireValues(Exercise ex, Jedis jedis, List<String> keys, String value, String when) {
+        List<Response<List<String>>> batches = new ArrayList<>();
+        try (Pipeline pipeline = jedis.pipelined()) {
+            for (int from = 0; from < keys.size(); from += KEY_BATCH) {
+                List<String> batch = keys.subList(from, Math.min(from + KEY_BATCH, keys.size()));
+                batches.add(pipeline.mget(batch.toArray(new String[0])));
+            }
+            pipeline.sync();
+        }
+        int i = 0;
+        for (Response<List<String>> batch : batches) {
+            for (String held : batch.get()) {
+                if (!value.equals(held)) {
+                    throw ex.notSolved(String.format(Locale.ROOT, "%s, key %s holds %s instead of '%s'; every one"
+                            + " of the %,d keys must", when, keys.get(i), held == null ? "nothing" : "'" + held + "'",
+                            value, keys.size()));
+                }
+                i++;
+            }
+        }
+    }
+
+    private static double median(List<Double> samples) {
+        List<Double> sorted = new ArrayList<>(samples);
+        Collections.sort(sorted);
+        int n = sorted.size();
+        return (sorted.get((n - 1) / 2) + sorted.get(n / 2)) / 2;
+    }
+
+    /** "median 0.512 s (0.498-0.530 s)": the median and the min-max of a measure() run. */
+    private static String spread(List<Double> samples) {
+        return "median " + seconds(median(samples)) + " s (" + seconds(Collections.min(samples)) + "-"
+                + seconds(Collections.max(samples)) + " s)";
+    }
+
+    private static String seconds(double s) {
+        return String.format(Locale.ROOT, s >= 0.01 ? "%.3f" : "%.5f", s);
+    }
+
+    private static String millis(double s) {
+        return String.format(Locale.ROOT, "%.1f ms", 1000 * s);
+    }
+}

@@ -1,0 +1,177 @@
+"""The course kit: one exercise per chapter, in a notebook and as a JBang alias, with solutions kept apart.
+
+`pipelab course` runs every solution (notebooks/solutions/, `jbang exNN-solution`) against the lab's
+Redis and times it, so the trainer's page shows how long each exercise's code takes on this machine.
+"""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import importlib.util
+import os
+import sys
+
+from . import book, jbang, proxy, report, results
+from .errors import LabError
+from .measure import Measurement, measure
+from .paths import REPO, notebooks_out_dir, tools_dir
+
+TIMINGS = "course/timings"
+SOLVED_MARK = "solved:"  # every check ends with "Exercise N solved: <figure>"
+
+
+@dataclass(frozen=True)
+class Exercise:
+    number: str  # "01"
+    title: str
+    chapter: str  # the page under site/chapters/
+    java_class: str
+    python_task: str  # what the notebook asks for, when it differs from the Java task
+    planned_minutes: int  # the trainer's plan for the exercise in class, not a measurement
+
+    def notebook(self, kind: str) -> Path:
+        """notebooks/exercises/NN-*.ipynb or notebooks/solutions/NN-*.ipynb."""
+        found = sorted((REPO / "notebooks" / kind).glob(f"{self.number}-*.ipynb"))
+        if len(found) != 1:
+            raise LabError(f"Expected one notebook notebooks/{kind}/{self.number}-*.ipynb, found {len(found)}.")
+        return found[0]
+
+    def chapter_title(self) -> str:
+        """The chapter page's own heading, e.g. "1. Round-trip time"."""
+        return (REPO / "site" / "chapters" / f"{self.chapter}.md").read_text().splitlines()[0].lstrip("# ").strip()
+
+    def alias(self, solution: bool) -> str:
+        return f"ex{self.number}" + ("-solution" if solution else "")
+
+
+EXERCISES = [
+    Exercise("01", "Pipeline the loop", "01-round-trip-time", "Ex01PipelineTheLoop",
+             "the same task with redis-py", 20),
+    Exercise("02", "Chunk a big job", "02-system-calls", "Ex02ChunkABigJob", "the same task with redis-py", 25),
+    Exercise("03", "Flush once (Java), a pipeline not a transaction (Python)", "03-client-internals",
+             "Ex03FlushOnce", "redis-py's pipeline without MULTI/EXEC", 25),
+    Exercise("04", "Keep the latest 100, cheaply", "04-pitfalls", "Ex04KeepLatest",
+             "the same task with redis-py", 20),
+    Exercise("05", "One slot per user", "05-cluster", "Ex05OneSlotPerUser",
+             "the same task with redis-py, plus MSETs on the embedded cluster", 25),
+]
+
+
+def _solved_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if SOLVED_MARK in line]
+    return lines[-1].split(SOLVED_MARK, 1)[1].strip() if lines else ""
+
+
+def run_java(exercise: Exercise, host: str, port: int, *, solution: bool) -> subprocess.CompletedProcess:
+    """One run of `jbang exNN[-solution] host port`, as a trainee types it."""
+    argv = jbang.jbang_argv([exercise.alias(solution), host, str(port)])
+    return subprocess.run(argv, cwd=REPO, env=jbang.jbang_env(), capture_output=True, text=True)
+
+
+def _java_solution(exercise: Exercise, host: str, port: int) -> str:
+    done = run_java(exercise, host, port, solution=True)
+    if done.returncode != 0:
+        raise LabError(f"jbang {exercise.alias(True)} failed: {(done.stdout + done.stderr).strip().splitlines()[-1:]}")
+    return _solved_line(done.stdout)
+
+
+def run_solutions(host: str, port: int, quick: bool) -> Path:
+    """Time every solution, Python notebook and JBang alias; fail if one does not report "solved"."""
+    jbang.require_jdk()
+    repeat, warmup = (1, 0) if quick else (3, 1)  # the warm-up keeps the first run's time: compile, fetch
+    measurements: list[Measurement] = []
+    summary: dict = {}
+    for ex in EXERCISES:
+        source = ex.notebook("solutions")
+        target = notebooks_out_dir() / "solutions" / source.name
+        python = measure(f"exercise {ex.number}, Python solution notebook", lambda: book.execute(
+            source, target, {"QUICK": quick}), ops=1, repeat=repeat, warmup=warmup, exercise=ex.number)
+        printed = _solved_line("".join(o.get("text", "") for c in _cells(target) for o in c.get("outputs", [])))
+        if not printed:
+            raise LabError(f"The solution notebook {source.name} ran but did not print 'solved'.")
+        java_lines: list[str] = []
+        java = measure(f"exercise {ex.number}, jbang {ex.alias(True)}",
+                       lambda: java_lines.append(_java_solution(ex, host, port)), ops=1, repeat=repeat,
+                       warmup=warmup, exercise=ex.number)
+        measurements += [python, java]
+        summary.update({
+            f"ex{ex.number}_python_s": results.figure(python.median, "s"),
+            f"ex{ex.number}_java_s": results.figure(java.median, "s"),
+            f"ex{ex.number}_java_first_s": results.figure(java.warmup[0] if java.warmup else None, "s"),
+            f"ex{ex.number}_python_printed": results.figure(0, "count", printed),
+            f"ex{ex.number}_java_printed": results.figure(0, "count", java_lines[-1]),
+        })
+    summary.update(footprint())
+    from .lab import open_lab  # noqa: PLC0415  (the session's Redis, for the environment record)
+
+    return Path(open_lab(quick).save(TIMINGS, measurements, summary=summary))
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def footprint() -> dict:
+    """What a laptop has fetched for the course, measured on disk (not download) sizes."""
+    jars: set[Path] = set()
+    for alias in jbang.catalog_aliases():  # the exact artifacts the examples run with, not all of ~/.m2
+        classpath = jbang.jbang_output(["info", "classpath", alias]).strip()
+        jars.update(Path(j) for j in classpath.split(os.pathsep) if j.endswith(".jar") and "/.jbang/cache/" not in j)
+    venv = Path(sys.prefix)
+    with_lab = importlib.util.find_spec("jupyterlab") is not None
+    return {"venv_bytes": results.figure(_size(venv), "bytes"),
+            "venv_has_jupyterlab": results.figure(0, "count", "yes" if with_lab else "no (make lab adds it)"),
+            "tools_bytes": results.figure(_size(tools_dir()), "bytes"),
+            "maven_bytes": results.figure(sum(_size(j) for j in jars if j.exists()), "bytes"),
+            "maven_jars": results.figure(len(jars), "count")}
+
+
+def prefetch() -> dict:
+    """Fetch and compile everything the course needs now, so nothing is fetched in class."""
+    for alias in jbang.catalog_aliases():
+        print(f"pipelab: jbang build {alias}", flush=True)
+        jbang.jbang(["build", alias], quiet=True)
+    try:
+        print(f"pipelab: toxiproxy ready ({proxy.find_toxiproxy()})", flush=True)
+    except proxy.ToxiproxyUnavailable as err:
+        print(f"pipelab: no toxiproxy, so the RTT experiments will be skipped: {err}", flush=True)
+    return footprint()
+
+
+def _cells(notebook: Path) -> list:
+    import nbformat  # noqa: PLC0415
+
+    return nbformat.read(notebook, as_version=4).cells
+
+
+def footprint_table() -> str:
+    doc = results.load(TIMINGS)
+    if not doc or "venv_bytes" not in doc["summary"]:
+        return "_Not measured yet: run `make book`._"
+    value = lambda key: doc["summary"][key]["text"]  # noqa: E731
+    return report.md_table(["What", "Where", "On disk"], [
+        [f"Python packages (JupyterLab installed: {value('venv_has_jupyterlab')})", "build/venv", value("venv_bytes")],
+        [f"Java clients and their dependencies, {value('maven_jars')} jars", "~/.m2/repository",
+         value("maven_bytes")],
+        ["JBang and toxiproxy", "build/tools", value("tools_bytes")]])
+
+
+def timings_table() -> str:
+    """The trainer's page: the plan for each exercise beside what its solutions took on this machine."""
+    doc = results.load(TIMINGS)
+    value = (lambda key: doc["summary"].get(key, {}).get("text", "–")) if doc else (lambda key: "not measured yet")
+    rows = [[f"{int(ex.number)}. {ex.title}", f"[{ex.chapter_title()}](../chapters/{ex.chapter}.md)",
+             f"{ex.planned_minutes} min", value(f"ex{ex.number}_python_s"), value(f"ex{ex.number}_java_first_s"),
+             value(f"ex{ex.number}_java_s")] for ex in EXERCISES]
+    table = report.md_table(["Exercise", "Chapter", "Planned in class", "Python solution notebook",
+                             "Java solution, first run", "Java solution, later runs"], rows)
+    if not doc:
+        return table + "\n\n_Run `make book` to time the solutions on this machine._"
+    printed = [[f"{int(ex.number)}", value(f"ex{ex.number}_python_printed"), value(f"ex{ex.number}_java_printed")]
+               for ex in EXERCISES]
+    return "\n".join([table, "", "What each solution printed when it passed on this machine:", "",
+                      report.md_table(["Exercise", "Python", "Java"], printed)])

@@ -1,0 +1,415 @@
+"""The course kit's checks: one exercise per chapter (notebooks/exercises/), each run against the lab's
+real Redis (chapter 5: the lab's Redis Cluster).
+
+A check prints what it measured, ends with "Exercise N solved: <figure>" and returns its figures as a
+dict. When the reader's function is wrong it raises NotSolved: one sentence on what is wrong and
+where to look, shown by Jupyter without a traceback. Every key lives under pipelab:exNN:, and a check
+deletes those keys, and only those, before and after it runs.
+"""
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from typing import Callable
+
+import redis
+from redis.crc import key_slot
+from redis.exceptions import RedisClusterException
+
+from . import observe, pitfalls
+from .errors import LabError
+from .lab import Lab
+from .measure import Measurement, measure
+from .server import PREFIX, delete_lab_keys
+from .workloads import delete_keys
+
+# exercise: (the function the reader writes, its chapter, the section that explains it)
+EXERCISES = {
+    1: ("incr_all", 1, "10,000 PINGs, reproduced"),
+    2: ("set_in_chunks", 2, "Throughput against depth"),
+    3: ("sadd_pipeline", 3, "redis-py: encode everything, write everything, then read"),
+    4: ("push_keep_latest", 4, "LREM against LTRIM: a pipeline does not make a command cheaper"),
+    5: ("user_key", 5, "CROSSSLOT, and what hash tags cost"),
+}
+MIN_SPEEDUP = 3.0  # ex01 and ex02: what pipelining must at least buy, even on a busy 2-core machine
+REPEAT = 3
+
+
+class NotSolved(LabError):
+    """The reader's function does not do the exercise yet; str(err) says what to change."""
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows these lines instead of a traceback: the sentence is the whole message.
+        return [str(self)]
+
+
+def _prefix(ex: int) -> str:
+    return f"{PREFIX}ex{ex:02d}:"
+
+
+def _where(ex: int) -> str:
+    _, chapter, section = EXERCISES[ex]
+    return f"chapter {chapter}, section '{section}'"
+
+
+def _fail(ex: int, problem: str) -> NotSolved:
+    return NotSolved(f"Exercise {ex} is not solved: {problem} ({_where(ex)}).")
+
+
+def _call(ex: int, fn: Callable, *args):
+    """The reader's function; its TODO (NotImplementedError) becomes the 'not solved yet' sentence."""
+    try:
+        return fn(*args)
+    except NotImplementedError:
+        raise NotSolved(f"Exercise {ex} is not solved yet: fill in {EXERCISES[ex][0]} (see the TODO); "
+                        f"{_where(ex)} explains it.") from None
+
+
+@contextmanager
+def _own_keys(lab: Lab, ex: int):
+    """A client, with the exercise's keys deleted before and after (never anything else)."""
+    with lab.client() as client:
+        delete_lab_keys(client, _prefix(ex) + "*")
+        try:
+            yield client
+        finally:
+            delete_lab_keys(client, _prefix(ex) + "*")
+
+
+@contextmanager
+def _at_server(lab: Lab, *timed: str):
+    """What the server did while the block ran: calls per command, µs per call of `timed`, socket reads."""
+    counters = observe.Counters(lab.endpoint)
+    seen: dict = {}
+    try:
+        with (observe.wire(lab.endpoint) as calls, pitfalls.server_time(lab.endpoint, *timed) as usec,
+              counters.measure() as delta):
+            yield seen
+        seen.update(calls=calls, usec=usec, reads=int(delta.values["total_reads_processed"]))
+    finally:
+        counters.close()
+
+
+def _values(client: redis.Redis, keys: list[str], chunk: int = 1000) -> list:
+    pipe = client.pipeline(transaction=False)
+    for start in range(0, len(keys), chunk):
+        pipe.mget(keys[start:start + chunk])
+    return [value for values in pipe.execute() for value in values]
+
+
+def _timed(label: str, run: Callable, ops: int, setup: Callable) -> Measurement:
+    m = measure(label, run, ops=ops, repeat=REPEAT, warmup=1, setup=setup)
+    print(f"  {m}")
+    return m
+
+
+def _solved(ex: int, figure: str) -> None:
+    print(f"Exercise {ex} solved: {figure}")
+
+
+# --- 1. Pipeline the loop -------------------------------------------------------------------------
+
+def check_ex01(lab: Lab, incr_all: Callable) -> dict:
+    n = lab.size(full=10_000, quick=2_000)
+    keys = [f"{_prefix(1)}piped:{i}" for i in range(n)]
+    loop_keys = [f"{_prefix(1)}loop:{i}" for i in range(n)]
+    with _own_keys(lab, 1) as client:
+        # Right first, untimed: a wrong answer is reported before any timing is spent on it.
+        replies = _call(1, incr_all, client, keys)
+        if replies is None:
+            raise _fail(1, "incr_all returned None; return the list that the pipeline's execute() gives back")
+        replies = list(replies)
+        if len(replies) != n:
+            raise _fail(1, f"incr_all returned {len(replies):,} replies for {n:,} keys; queue one INCR per key "
+                           "and return execute()'s list")
+        wrong = next((i for i, r in enumerate(replies) if r != 1), None)
+        if wrong is not None:
+            raise _fail(1, f"reply {wrong} is {replies[wrong]!r}, but INCR on an empty key answers 1; return "
+                           "execute()'s replies unchanged")
+        stored = _values(client, keys)
+        if any(v != b"1" for v in stored):
+            raise _fail(1, f"after incr_all, {sum(v != b'1' for v in stored):,} of {n:,} keys do not hold 1; "
+                           "INCR each key exactly once")
+        print(f"{n:,} INCRs on empty keys: every reply is 1 and every key holds 1")
+
+        def one_by_one():
+            for key in loop_keys:
+                client.incr(key)
+
+        print(f"warm-up + {REPEAT} timed runs each, keys cleared before every run:")
+        piped = _timed("incr_all (yours)", lambda: incr_all(client, keys), n,
+                       setup=lambda: delete_keys(client, keys))
+        loop = _timed("one INCR per round trip (the check's loop)", one_by_one, n,
+                      setup=lambda: delete_keys(client, loop_keys))
+    speedup = loop.median / piped.median
+    print(f"  speed-up: {speedup:.1f}x (median against median; {MIN_SPEEDUP:.0f}x needed)")
+    if speedup < MIN_SPEEDUP:
+        raise _fail(1, f"incr_all took {piped.median * 1e3:.1f} ms against {loop.median * 1e3:.1f} ms for one INCR "
+                       f"per round trip, a speed-up of {speedup:.1f}x where {MIN_SPEEDUP:.0f}x is needed; queue every "
+                       "INCR on one pipeline(transaction=False) and call execute() once")
+    _solved(1, f"{speedup:.1f}x faster than one INCR per round trip")
+    return {"n": n, "pipeline_median_s": piped.median, "loop_median_s": loop.median, "speedup": speedup}
+
+
+# --- 2. Chunk a big job ---------------------------------------------------------------------------
+
+DEPTHS = (1, 10, 100, 1000)
+
+
+class _ExecuteCounter:
+    """Hands out the client's own pipelines, each recording how many commands every execute() sends."""
+
+    def __init__(self, client: redis.Redis):
+        self.sizes: list[int] = []
+        self._pipeline = client.pipeline
+        client.pipeline = self.pipeline  # on this instance only: the reader still gets a redis.Redis
+
+    def pipeline(self, *args, **kwargs):
+        pipe = self._pipeline(*args, **kwargs)
+        execute = pipe.execute
+
+        def counted_execute(*a, **kw):
+            if len(pipe.command_stack):  # an empty execute() sends nothing
+                self.sizes.append(len(pipe.command_stack))
+            return execute(*a, **kw)
+
+        pipe.execute = counted_execute  # chained calls (pipe.set(...).execute()) return this same object
+        return pipe
+
+
+def _check_chunks(n: int, depth: int, returned, sizes: list[int]) -> None:
+    want = math.ceil(n / depth)
+    if sum(sizes) != n:
+        raise _fail(2, f"at depth {depth} the pipelines sent {sum(sizes):,} commands for {n:,} keys; send one SET "
+                       "per key, all through client.pipeline(...)")
+    if max(sizes) > depth:
+        raise _fail(2, f"at depth {depth} one execute() sent {max(sizes):,} commands; call execute() once a chunk "
+                       f"holds depth commands ({depth:,} here), then queue the next chunk")
+    if len(sizes) != want:
+        raise _fail(2, f"at depth {depth} set_in_chunks ran {len(sizes):,} pipelines where {want:,} suffice; "
+                       "fill each chunk up to depth before executing it")
+    if returned != want:
+        raise _fail(2, f"at depth {depth} set_in_chunks returned {returned!r} but executed {want:,} pipelines; "
+                       "return how many times execute() ran")
+
+
+def check_ex02(lab: Lab, set_in_chunks: Callable) -> dict:
+    n = lab.size(full=20_000, quick=5_000)
+    keys = [f"{_prefix(2)}{i}" for i in range(n)]
+    value = "ex02-value"
+    runs: dict[int, Measurement] = {}
+    with _own_keys(lab, 2) as client, lab.client() as handed:
+        counter = _ExecuteCounter(handed)
+        for depth in DEPTHS:  # right at every depth first, untimed
+            delete_keys(client, keys)
+            counter.sizes.clear()
+            returned = _call(2, set_in_chunks, handed, keys, value, depth)
+            _check_chunks(n, depth, returned, counter.sizes)
+            stored = _values(client, keys)
+            if any(v != value.encode() for v in stored):
+                raise _fail(2, f"at depth {depth}, {sum(v != value.encode() for v in stored):,} of {n:,} keys do "
+                               "not hold the value; SET every key to `value`")
+        print(f"{n:,} SETs at depths {', '.join(map(str, DEPTHS))}: every key holds the value, every execute() "
+              "sent at most depth commands, and the count returned is right")
+        print(f"warm-up + {REPEAT} timed runs per depth, keys cleared before every run:")
+        for depth in DEPTHS:
+            runs[depth] = measure(f"depth {depth}", lambda depth=depth: set_in_chunks(handed, keys, value, depth),
+                                  ops=n, repeat=REPEAT, warmup=1, setup=lambda: delete_keys(client, keys))
+    base = runs[1].ops_per_s
+    gains = {depth: m.ops_per_s / base for depth, m in runs.items()}
+    for depth, m in runs.items():
+        print(f"  depth {depth:>5,}: {m.ops_per_s:>9,.0f} SETs/s, {gains[depth]:4.1f}x depth 1 "
+              f"({math.ceil(n / depth):,} pipelines, {m.spread()})")
+    if gains[100] < MIN_SPEEDUP:
+        raise _fail(2, f"depth 100 ran only {gains[100]:.1f}x the SETs per second of depth 1 ({MIN_SPEEDUP:.0f}x "
+                       "needed); look for work per key outside the pipeline, such as a round trip or a new "
+                       "connection per command")
+    _solved(2, f"depth 100 ran {gains[100]:.1f}x the SETs per second of depth 1")
+    return {"n": n, "ops_per_s": {d: m.ops_per_s for d, m in runs.items()}, "gain": gains,
+            "gain_at_100": gains[100]}
+
+
+# --- 3. A pipeline, not a transaction ---------------------------------------------------------------
+
+def _max_reads(commands: int) -> int:
+    """A pipeline's bytes arrive in a few dozen socket reads; one by one costs a read per command."""
+    return max(10, commands // 10)
+
+
+def check_ex03(lab: Lab, sadd_pipeline: Callable) -> dict:
+    n = lab.size(full=10_000, quick=2_000)
+    key = f"{_prefix(3)}set"
+    tx_key = f"{_prefix(3)}transaction"
+    members = [f"member:{i}" for i in range(n)]
+    with _own_keys(lab, 3) as client:
+        with _at_server(lab) as server:
+            replies = _call(3, sadd_pipeline, client, key, members)
+        calls = server["calls"]
+        if calls.get("multi", 0) or calls.get("exec", 0):
+            raise _fail(3, f"the server ran {calls.get('multi', 0)} MULTI and {calls.get('exec', 0)} EXEC: "
+                           "redis-py's pipeline() is a transaction unless you pass transaction=False")
+        replies = list(replies) if replies is not None else []
+        if replies != [1] * n:
+            raise _fail(3, f"sadd_pipeline returned {len(replies):,} replies for {n:,} members, not all 1; queue "
+                           "one SADD per member and return execute()'s list")
+        size = client.scard(key)
+        if size != n or calls.get("sadd", 0) != n:
+            raise _fail(3, f"the set holds {size:,} members after {calls.get('sadd', 0):,} SADDs for {n:,} "
+                           "members; send one SADD per member")
+        if server["reads"] > _max_reads(n):
+            raise _fail(3, f"the server read its socket {server['reads']:,} times for {n:,} SADDs, about one "
+                           "read per command; queue every SADD on one pipeline and call execute() once")
+        print(f"{n:,} SADDs: replies all 1, SCARD {size:,}; the server ran {calls.get('sadd', 0):,} SADD, "
+              f"0 MULTI, 0 EXEC in {server['reads']:,} socket reads")
+
+        def transaction():
+            pipe = client.pipeline(transaction=True)
+            for member in members:
+                pipe.sadd(tx_key, member)
+            pipe.execute()
+
+        print(f"warm-up + {REPEAT} timed runs each:")
+        yours = _timed("sadd_pipeline (yours)", lambda: sadd_pipeline(client, key, members), n,
+                       setup=lambda: client.unlink(key))
+        tx = _timed("the same SADDs with transaction=True", transaction, n, setup=lambda: client.unlink(tx_key))
+    ratio = tx.median / yours.median
+    print(f"  the transaction took {ratio:.2f}x the time of your pipeline")
+    _solved(3, f"{n:,} SADDs in a plain pipeline, no MULTI/EXEC; a transaction took {ratio:.2f}x its time")
+    return {"n": n, "sadd_calls": calls.get("sadd", 0), "multi_calls": 0, "exec_calls": 0,
+            "server_reads": server["reads"], "pipeline_median_s": yours.median,
+            "transaction_median_s": tx.median, "transaction_ratio": ratio}
+
+
+# --- 4. Keep the latest 100, cheaply ---------------------------------------------------------------
+
+def check_ex04(lab: Lab, push_keep_latest: Callable) -> dict:
+    n, keep = 5_000, 100
+    key = f"{_prefix(4)}latest"
+    items = [f"item:{i}" for i in range(n)]
+    with _own_keys(lab, 4) as client:
+        with _at_server(lab, "lpush", "ltrim") as server:
+            _call(4, push_keep_latest, client, key, items, keep)
+        calls = server["calls"]
+        if calls.get("lrem", 0):
+            raise _fail(4, f"push_keep_latest called LREM {calls['lrem']:,} times; LREM scans the list to find its "
+                           "value, O(N) per call, so drop the oldest by position with LTRIM key 0 keep-1")
+        got = client.lrange(key, 0, -1)
+        want = [item.encode() for item in reversed(items[-keep:])]
+        if got != want:
+            head = ", ".join(v.decode() for v in got[:3])
+            raise _fail(4, f"the list holds {len(got):,} items starting {head or 'nothing'}, not the newest {keep} "
+                           f"newest first (item:{n - 1}, item:{n - 2}, ...); LPUSH each item, then keep 0..keep-1")
+        if not calls.get("ltrim"):
+            raise _fail(4, "push_keep_latest never called LTRIM; trim the list by position with LTRIM key 0 keep-1")
+        if server["reads"] > _max_reads(n):
+            raise _fail(4, f"the server read its socket {server['reads']:,} times for {n:,} items, about one read "
+                           "per command; queue the LPUSHes and LTRIMs on one pipeline")
+    usec = server["usec"]
+    print(f"{n:,} items, keep {keep}: the list holds item:{n - 1} ... item:{n - keep}, newest first")
+    print(f"  the server ran {calls.get('lpush', 0):,} LPUSH ({usec['lpush'] or 0:.2f} µs each), "
+          f"{calls['ltrim']:,} LTRIM ({usec['ltrim']:.2f} µs each), 0 LREM, in {server['reads']:,} socket reads")
+    _solved(4, f"{usec['ltrim']:.2f} µs per LTRIM on the server, and no LREM")
+    return {"n": n, "keep": keep, "ltrim_calls": calls["ltrim"], "lrem_calls": 0, "ltrim_usec": usec["ltrim"],
+            "lpush_usec": usec["lpush"], "server_reads": server["reads"]}
+
+
+# --- 5. One slot per user -------------------------------------------------------------------------
+
+FIELDS = ("profile", "cart", "sessions")
+USERS = [f"user:{i}" for i in range(1000)]
+SLOT_RANGES = ((0, 5460), (5461, 10922), (10923, 16383))  # three masters' equal shares, as redis-cli splits them
+SHARE_BOUNDS = (0.20, 0.47)
+
+
+def _slot(key: str) -> int:
+    return key_slot(key.encode())
+
+
+def _check_layout(keys: dict[str, list[str]]) -> list[float]:
+    """Per-range share of the users, once every key is well formed and each user has one slot."""
+    flat = [k for ks in keys.values() for k in ks]
+    bad = next((k for k in flat if not isinstance(k, str)), None)
+    if bad is not None:
+        raise _fail(5, f"user_key returned {bad!r}, a {type(bad).__name__}; return a str")
+    bad = next((k for k in flat if not k.startswith(_prefix(5))), None)
+    if bad is not None:
+        raise _fail(5, f"user_key returned {bad!r}; every key must start with {_prefix(5)!r}")
+    if len(set(flat)) != len(flat):
+        raise _fail(5, f"user_key gave {len(set(flat)):,} distinct keys for {len(flat):,} (user, field) pairs; "
+                       "put both the user id and the field in the key")
+    for user, ks in keys.items():
+        for field, k in zip(FIELDS, ks):
+            if user not in k or field not in k:
+                raise _fail(5, f"user_key({user!r}, {field!r}) returned {k!r}; the key must contain the user id "
+                               "and the field")
+        slots = {_slot(k) for k in ks}
+        if len(slots) > 1:
+            raise _fail(5, f"{user}'s keys hash to {len(slots)} slots ({', '.join(map(str, sorted(slots)))}); wrap "
+                           "the user id in a hash tag, e.g. pipelab:ex05:{user:42}:cart, so only it is hashed")
+    user_slots = [_slot(ks[0]) for ks in keys.values()]
+    if len(set(user_slots)) == 1:
+        raise _fail(5, f"all {len(flat):,} keys hash to slot {user_slots[0]}, so one master would serve every user; "
+                       "the hash tag should hold the user id only, e.g. pipelab:ex05:{user:42}:cart")
+    shares = [sum(low <= s <= high for s in user_slots) / len(user_slots) for low, high in SLOT_RANGES]
+    if not all(SHARE_BOUNDS[0] <= share <= SHARE_BOUNDS[1] for share in shares):
+        listed = ", ".join(f"{100 * s:.0f}%" for s in shares)
+        raise _fail(5, f"the users land unevenly on the three slot ranges ({listed}; {SHARE_BOUNDS[0]:.0%} to "
+                       f"{SHARE_BOUNDS[1]:.0%} each expected); the hash tag should hold the whole user id, nothing "
+                       "shared by many users")
+    return shares
+
+
+def _cluster_round_trip(lab: Lab, keys: dict[str, list[str]]) -> dict[int, int]:
+    """One MSET and one MGET per user on the lab's cluster; MSET calls per master (by port)."""
+    cluster = lab.cluster()
+    rc = cluster.client()
+
+    def mset_calls() -> dict[int, int]:
+        out = {}
+        for node in cluster.nodes:
+            with node.client() as c:
+                out[node.port] = observe.command_calls(c).get("mset", 0)
+        return out
+
+    def unlink_all() -> None:
+        for ks in keys.values():
+            rc.unlink(*ks)  # redis-py splits a multi-key UNLINK by slot; one slot per user here anyway
+
+    try:
+        unlink_all()
+        before = mset_calls()
+        written = {user: {k: f"{user}|{field}" for field, k in zip(FIELDS, ks)} for user, ks in keys.items()}
+        try:
+            for mapping in written.values():
+                rc.mset(mapping)
+            read = {user: rc.mget(list(mapping)) for user, mapping in written.items()}
+        except (RedisClusterException, redis.ResponseError) as err:
+            raise _fail(5, f"the cluster refused one user's MSET or MGET ({str(err)[:80]}); one user's keys must "
+                           "share a slot, so hash the user id alone") from None
+        after = mset_calls()
+        for user, mapping in written.items():
+            if read[user] != [v.encode() for v in mapping.values()]:
+                raise _fail(5, f"reading {user}'s keys back with MGET gave {read[user]!r}; user_key must return "
+                               "the same key for the same user and field every time")
+    finally:
+        unlink_all()
+        rc.close()
+    return {port: after[port] - before[port] for port in after}
+
+
+def check_ex05(lab: Lab, user_key: Callable) -> dict:
+    keys = {user: [_call(5, user_key, user, field) for field in FIELDS] for user in USERS}
+    shares = _check_layout(keys)
+    print(f"{len(USERS):,} users x {len(FIELDS)} fields: {len(USERS) * len(FIELDS):,} distinct keys, one slot per "
+          f"user (e.g. {keys['user:42'][1]!r} -> slot {_slot(keys['user:42'][1])})")
+    print("  users per slot range: " + ", ".join(f"{low}-{high}: {100 * s:.0f}%"
+                                                 for (low, high), s in zip(SLOT_RANGES, shares)))
+    users = USERS[:lab.size(full=200, quick=50)]
+    per_master = _cluster_round_trip(lab, {user: keys[user] for user in users})
+    used = sum(1 for n in per_master.values() if n)
+    print(f"  on the cluster: one MSET and one MGET per user for {len(users)} users, no CROSSSLOT; MSETs per "
+          "master: " + ", ".join(f":{port} {n}" for port, n in per_master.items()))
+    _solved(5, f"one slot per user; the busiest slot range gets {100 * max(shares):.0f}% of the users, "
+               f"{used} masters served the MSETs")
+    return {"users": len(USERS), "range_shares": shares, "busiest_share": max(shares),
+            "cluster_users": len(users), "mset_per_master": per_master, "masters_used": used}

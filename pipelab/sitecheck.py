@@ -1,0 +1,219 @@
+"""Checks on the built site: its links (local files and anchors, and optionally the external ones),
+a loopback server to open it in a browser, and the browser itself (Debian's Chromium under Playwright).
+
+Problems are one line each, "page: link → what is wrong", so a failure names the page to fix.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import functools
+import http.server
+import importlib.util
+import posixpath
+import shutil
+import threading
+import urllib.error
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+CHROMIUM = "chromium"  # Debian's package; the tests never download a browser of their own
+VIEWPORT = {"width": 1280, "height": 900}
+
+
+class _Page(HTMLParser):
+    """The ids a page defines, the href/src values it uses, and the links of its navigation."""
+
+    def __init__(self, path: Path):
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.links: list[str] = []
+        self.nav: list[str] = []
+        self.feed(path.read_text(errors="replace"))
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.ids.update(v for k, v in attrs if k == "id" or (tag == "a" and k == "name"))
+        self.links.extend(v.strip() for k, v in attrs if k in ("href", "src") and v and v.strip())
+        if tag == "a" and "md-nav__link" in (a.get("class") or "").split() and a.get("href"):
+            self.nav.append(a["href"])
+
+
+def _pages(site_dir: Path) -> dict[Path, _Page]:
+    """Every HTML file of the site, parsed once: pages are the targets of each other's links."""
+    return {path: _Page(path) for path in sorted(site_dir.rglob("*.html"))}
+
+
+def _resolve(site_dir: Path, page: Path, path: str) -> Path:
+    """The file a local URL path names, as a static server (or mkdocs serve) would answer it."""
+    base = "" if path.startswith("/") else posixpath.dirname(page.relative_to(site_dir).as_posix())
+    joined = posixpath.normpath(posixpath.join(base, unquote(path).lstrip("/")))
+    if joined == ".." or joined.startswith("../"):
+        raise ValueError("points outside the site")
+    target = site_dir / joined
+    return target / "index.html" if path.endswith("/") or target.is_dir() else target
+
+
+def check_links(site_dir: Path) -> list[str]:
+    """Every local href/src of every page: the file exists, and a #fragment names an id on the target page."""
+    site_dir = Path(site_dir).resolve()
+    pages = _pages(site_dir)
+    problems = []
+    for page, parsed in pages.items():
+        name = page.relative_to(site_dir).as_posix()
+        for link in parsed.links:
+            parts = urlsplit(link)
+            if parts.scheme or parts.netloc:  # http(s), mailto:, data:, javascript:, //host
+                continue
+            try:
+                target = _resolve(site_dir, page, parts.path) if parts.path else page
+            except ValueError as err:
+                problems.append(f"{name}: {link} → {err}")
+                continue
+            if not target.is_file():
+                problems.append(f"{name}: {link} → no such file {target.relative_to(site_dir).as_posix()}")
+            elif parts.fragment and target in pages and unquote(parts.fragment) not in pages[target].ids:
+                where = "on this page" if target == page else f"in {target.relative_to(site_dir).as_posix()}"
+                problems.append(f"{name}: {link} → no id \"{unquote(parts.fragment)}\" {where}")
+    return problems
+
+
+def external_links(site_dir: Path) -> dict[str, list[str]]:
+    """{url without its fragment: [pages using it]} for every http(s) href/src."""
+    site_dir = Path(site_dir).resolve()
+    found: dict[str, list[str]] = {}
+    for page, parsed in _pages(site_dir).items():
+        for link in parsed.links:
+            parts = urlsplit(link)
+            if parts.scheme in ("http", "https"):
+                pages = found.setdefault(parts._replace(fragment="").geturl(), [])
+                if (name := page.relative_to(site_dir).as_posix()) not in pages:
+                    pages.append(name)
+    return found
+
+
+def _fetch_problem(url: str, timeout: float) -> str | None:
+    last = None
+    for method in ("HEAD", "GET"):  # some servers refuse HEAD (405, 403) but serve GET
+        req = urllib.request.Request(url, method=method, headers={"User-Agent": "pipelab-linkcheck"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout):
+                return None
+        except urllib.error.HTTPError as err:
+            last = f"HTTP {err.code}"
+        except (urllib.error.URLError, OSError) as err:
+            last = str(getattr(err, "reason", err))
+    return last
+
+
+def check_external_links(site_dir: Path, timeout: float = 5) -> list[str]:
+    """Each external URL fetched once over the network (HEAD, then GET); a problem per URL that fails."""
+    links = external_links(site_dir)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        answers = dict(zip(links, pool.map(lambda url: _fetch_problem(url, timeout), links)))
+    return [f"{pages[0]}{f' (and {len(pages) - 1} more)' if len(pages) > 1 else ''}: {url} → {answers[url]}"
+            for url, pages in links.items() if answers[url]]
+
+
+def nav_pages(site_dir: Path) -> list[str]:
+    """The home page ("") and the pages the site's navigation lists, as paths below the site root.
+
+    Read from the built home page rather than mkdocs.yml, so a page added to the nav is visited
+    without touching the tests."""
+    pages = [""]
+    for href in _Page(Path(site_dir) / "index.html").nav:
+        parts = urlsplit(href)
+        if parts.scheme or parts.netloc or not parts.path:  # external, or a heading on the home page
+            continue
+        path = posixpath.normpath(parts.path)
+        path = "" if path == "." else path if path.endswith(".html") else path + "/"  # directory URLs
+        if path not in pages:
+            pages.append(path)
+    return pages
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # the tests' output is about the site, not its access log
+        pass
+
+
+@contextlib.contextmanager
+def serve(site_dir: Path):
+    """The built site over HTTP on 127.0.0.1 (a free port, loopback only), yielding its base URL."""
+    handler = functools.partial(_Quiet, directory=str(site_dir))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}/"
+        finally:
+            server.shutdown()
+            thread.join()
+
+
+def browser_unavailable() -> str | None:
+    """Why the browser checks cannot run here, as one line saying what to do; None if they can."""
+    if not shutil.which(CHROMIUM):
+        return "no chromium on PATH: install Debian's package (apt-get install chromium, or make system-deps as root)"
+    if importlib.util.find_spec("playwright") is None:
+        return "Python Playwright is missing: run make test (it installs the test extra) or pip install -e '.[test]'"
+    return None
+
+
+class Tab:
+    """One browser tab on the served site, recording what a reader would call broken as it happens:
+    console errors, uncaught exceptions, and requests that leave the site.
+
+    Only the site's own origin is reachable: a request elsewhere (a web font, a CDN) is blocked and
+    reported, so a run gives the same answer with or without internet access."""
+
+    def __init__(self, page, base_url: str):
+        self.page, self.base_url = page, base_url
+        self.problems: list[str] = []
+        self._blocked: set[str] = set()
+        page.route("**/*", self._route)
+        page.on("console", self._console)
+        page.on("pageerror", lambda err: self.problems.append(f"uncaught exception: {err}"))
+
+    def _route(self, route):
+        url = route.request.url
+        if url.startswith((self.base_url, "data:", "blob:")):
+            route.continue_()
+        else:
+            if url not in self._blocked:
+                self.problems.append(f"requests a resource outside the site: {url}")
+            self._blocked.add(url)
+            route.abort("blockedbyclient")
+
+    def _console(self, msg):
+        # A blocked request also logs "Failed to load resource"; it is reported once, as above.
+        url = msg.location.get("url")
+        if msg.type == "error" and url not in self._blocked:
+            where = f" (at /{url.removeprefix(self.base_url)})" if url else ""
+            self.problems.append(f"console error: {msg.text}{where}")
+
+    def open(self, path: str):
+        """Load a page (a path below the site root) and wait until the network is quiet; forgets earlier problems."""
+        self.problems.clear()
+        self._blocked.clear()
+        response = self.page.goto(self.base_url + path, wait_until="load")
+        self.page.wait_for_load_state("networkidle")
+        if response is None or response.status != 200:
+            self.problems.append(f"HTTP {response.status if response else 'no response'}")
+
+
+@contextlib.contextmanager
+def chromium_tab(base_url: str):
+    """A Tab in Debian's Chromium, headless, driven by Playwright, at 1280x900."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=shutil.which(CHROMIUM), headless=True)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.set_default_timeout(10_000)  # a static site on loopback: anything slower is broken
+            yield Tab(page, base_url)
+        finally:
+            browser.close()

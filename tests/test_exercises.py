@@ -1,0 +1,157 @@
+"""The course kit: each exercise notebook stops at its TODO, each solution notebook passes its check,
+and a typical wrong answer to each exercise is refused for the right reason, on a real Redis."""
+from __future__ import annotations
+
+import os
+
+import nbformat
+import pytest
+
+from pipelab import book, exercises, paths
+from pipelab.errors import LabError
+from pipelab.exercises import NotSolved
+
+EXERCISES = sorted((paths.REPO / "notebooks" / "exercises").glob("*.ipynb"))
+
+
+@pytest.fixture
+def notebook_env(session):
+    """Notebook kernels attach to the session's Redis, as in `make book`; the environment is put back after."""
+    saved = dict(os.environ)
+    os.environ.update(session.env(), **book.kernel_env(), PIPELAB_PROGRESS="0")
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+def test_one_exercise_and_one_solution_per_chapter():
+    assert [p.name[:2] for p in EXERCISES] == ["01", "02", "03", "04", "05"]
+    solutions = paths.REPO / "notebooks" / "solutions"
+    assert sorted(p.name for p in solutions.glob("*.ipynb")) == [p.name for p in EXERCISES]
+    for path in [*EXERCISES, *solutions.glob("*.ipynb")]:
+        nb = nbformat.read(path, as_version=4)
+        assert not [c for c in nb.cells if c.cell_type == "code" and c.outputs], f"{path.name} is committed with outputs"
+        assert any("parameters" in c.metadata.get("tags", []) for c in nb.cells), path.name
+
+
+@pytest.mark.parametrize("source", EXERCISES, ids=lambda p: p.stem)
+def test_an_exercise_notebook_stops_at_its_todo(source, tmp_path, notebook_env):
+    number = int(source.name[:2])
+    function = exercises.EXERCISES[number][0]
+    with pytest.raises(LabError, match=f"Exercise {number} is not solved yet: fill in {function}"):
+        book.execute(source, tmp_path / source.name, {"QUICK": True})
+    failed = nbformat.read(tmp_path / source.name, as_version=4)
+    errors = [o for c in failed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert [e.ename for e in errors] == ["NotSolved"]
+    assert len(errors[0].traceback) == 1, "the reader sees one sentence, not a traceback"
+
+
+@pytest.mark.parametrize("source", EXERCISES, ids=lambda p: p.stem)
+def test_a_solution_notebook_passes_its_check(source, tmp_path, notebook_env):
+    solution = paths.REPO / "notebooks" / "solutions" / source.name
+    done = nbformat.read(book.execute(solution, tmp_path / source.name, {"QUICK": True}), as_version=4)
+    printed = "".join(o.get("text", "") for c in done.cells if c.cell_type == "code" for o in c.outputs)
+    assert f"Exercise {int(source.name[:2])} solved: " in printed, printed
+
+
+# --- wrong answers, refused for the right reason ---------------------------------------------------
+
+def incr_one_by_one(client, keys):
+    return [client.incr(key) for key in keys]
+
+
+def set_ignoring_depth(client, keys, value, depth):
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.set(key, value)
+    pipe.execute()
+    return -(-len(keys) // depth)  # the count the check expects, to show that it counts for itself
+
+
+def set_counting_wrong(client, keys, value, depth):
+    pipe = client.pipeline(transaction=False)
+    for start in range(0, len(keys), depth):
+        for key in keys[start:start + depth]:
+            pipe.set(key, value)
+        pipe.execute()
+    return len(keys)
+
+
+def sadd_in_a_transaction(client, key, members):
+    pipe = client.pipeline(transaction=True)
+    for member in members:
+        pipe.sadd(key, member)
+    return pipe.execute()
+
+
+def sadd_one_by_one(client, key, members):
+    return [client.sadd(key, member) for member in members]
+
+
+def push_and_lrem(client, key, items, keep):
+    # The same list in the end, but each LREM walks the list to find the oldest item by value.
+    pipe = client.pipeline(transaction=False)
+    for i, item in enumerate(items):
+        pipe.lpush(key, item)
+        if i >= keep:
+            pipe.lrem(key, 0, items[i - keep])
+    pipe.execute()
+
+
+def push_without_trim(client, key, items, keep):
+    pipe = client.pipeline(transaction=False)
+    for item in items:
+        pipe.lpush(key, item)
+    pipe.execute()
+
+
+def key_with_one_tag_for_all(user_id, field):
+    return f"pipelab:ex05:{{pipelab}}:{user_id}:{field}"
+
+
+def key_without_tag(user_id, field):
+    return f"pipelab:ex05:{user_id}:{field}"
+
+
+def key_outside_the_prefix(user_id, field):
+    return f"ex05:{{{user_id}}}:{field}"
+
+
+WRONG_ANSWERS = [
+    (exercises.check_ex01, incr_one_by_one, r"a speed-up of [\d.]+x where 3x is needed"),
+    (exercises.check_ex02, set_ignoring_depth, "at depth 1 one execute\\(\\) sent 5,000 commands"),
+    (exercises.check_ex02, set_counting_wrong, "at depth 10 set_in_chunks returned 5000 but executed 500 pipelines"),
+    (exercises.check_ex03, sadd_in_a_transaction, r"1 MULTI and 1 EXEC: redis-py's pipeline\(\) is a transaction "
+                                                  "unless you pass transaction=False"),
+    (exercises.check_ex03, sadd_one_by_one, "about one read per command"),
+    (exercises.check_ex04, push_and_lrem, r"called LREM 4,900 times; LREM scans the list .*O\(N\)"),
+    (exercises.check_ex04, push_without_trim, "the list holds 5,000 items"),
+    (exercises.check_ex05, key_with_one_tag_for_all, "the hash tag should hold the user id only"),
+    (exercises.check_ex05, key_without_tag, "user:0's keys hash to 3 slots"),
+    (exercises.check_ex05, key_outside_the_prefix, "must start with 'pipelab:ex05:'"),
+]
+
+
+@pytest.mark.parametrize("check, wrong, reason", WRONG_ANSWERS, ids=[w.__name__ for _, w, _ in WRONG_ANSWERS])
+def test_a_wrong_answer_is_refused_with_the_reason(check, wrong, reason, lab):
+    with pytest.raises(NotSolved, match=reason) as refused:
+        check(lab, wrong)
+    assert str(refused.value).endswith("')."), "it names the chapter section to read"
+    assert refused.value._render_traceback_() == [str(refused.value)]
+
+
+def test_a_check_touches_only_its_own_keys(lab):
+    with lab.client() as client:
+        client.set("pipelab:ch01:kept", "1")
+        client.set("pipelab:ex01:left-from-before", "1")
+
+        def incr_all(c, keys):
+            pipe = c.pipeline(transaction=False)
+            for key in keys:
+                pipe.incr(key)
+            return pipe.execute()
+
+        figures = exercises.check_ex01(lab, incr_all)
+        assert figures["speedup"] >= 3
+        assert client.get("pipelab:ch01:kept") == b"1", "another chapter's key survives"
+        assert list(client.scan_iter(match="pipelab:ex01:*")) == [], "the exercise's keys are gone"

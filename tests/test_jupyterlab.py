@@ -1,0 +1,92 @@
+"""`make lab` as a trainee meets it: Redis already up, JupyterLab serving the exercises with the lab's kernel."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+import redis
+
+from pipelab import paths, sitecheck
+from pipelab.server import free_port
+from tests.conftest import unavailable
+
+TOKEN = "pipelab-test"
+EXERCISE = "notebooks/exercises/01-pipeline-the-loop.ipynb"
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(isolated_build):
+    reason = sitecheck.browser_unavailable() or (
+        None if importlib.util.find_spec("jupyterlab") else "JupyterLab is missing: run make test or make lab")
+    if reason:
+        unavailable(reason)
+    redis_port, web_port = free_port(), free_port()
+    # A fresh JupyterLab profile: no workspace from an earlier run, every cell rendered (no windowing, so
+    # an output far down is in the page), and no news pop-up over the notebook.
+    settings = isolated_build / "jupyterlab-settings"
+    for name, values in {"notebook-extension/tracker": '{"windowingMode": "none"}',
+                         "apputils-extension/notification": '{"fetchNews": "false"}'}.items():
+        path = settings / f"@jupyterlab/{name}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(values)
+    env = dict(os.environ, PIPELAB_PORT=str(redis_port), JUPYTERLAB_SETTINGS_DIR=str(settings),
+               JUPYTERLAB_WORKSPACES_DIR=str(isolated_build / "jupyterlab-workspaces"))
+    proc = subprocess.Popen([sys.executable, "-m", "pipelab", "lab", "--", f"--port={web_port}", "--no-browser",
+                             f"--IdentityProvider.token={TOKEN}"], env=env, cwd=paths.REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{web_port}/"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}api/status?token={TOKEN}", timeout=2).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"make lab's JupyterLab did not come up: {proc.stdout.read()[-2000:]}")
+                time.sleep(0.5)
+        yield base, redis_port
+    finally:
+        proc.send_signal(signal.SIGTERM)  # the lab stops its Redis like on Ctrl-C
+        proc.wait(timeout=30)
+
+
+def test_redis_is_up_while_the_lab_runs(jupyterlab):
+    _, redis_port = jupyterlab
+    with redis.Redis(port=redis_port) as client:
+        assert client.ping()
+
+
+def api(base: str, path: str) -> dict:
+    with urllib.request.urlopen(f"{base}api/{path}?token={TOKEN}", timeout=10) as resp:
+        return json.load(resp)
+
+
+def test_jupyterlab_serves_the_exercises_with_the_labs_kernel(jupyterlab):
+    base, _ = jupyterlab
+    listed = {item["name"] for item in api(base, "contents/notebooks/exercises")["content"]}
+    assert listed == {p.name for p in (paths.REPO / "notebooks" / "exercises").glob("*.ipynb")}
+    specs = api(base, "kernelspecs")
+    spec = specs["kernelspecs"][specs["default"]]["spec"]
+    # The notebooks' kernel is the lab's own interpreter, so `import pipelab` works and attaches to this Redis.
+    assert spec["display_name"] == "Python 3 (pipelab)" and spec["argv"][0] == sys.executable
+
+
+def test_an_exercise_opens_in_the_browser(jupyterlab):
+    base, _ = jupyterlab
+    with sitecheck.chromium_tab(base) as tab:
+        page = tab.page
+        page.set_default_timeout(60_000)  # JupyterLab's first load is not a static page
+        page.goto(f"{base}lab/tree/{EXERCISE}?token={TOKEN}")
+        page.locator(".jp-Notebook .jp-Cell:visible").first.wait_for()
+        assert page.locator(".jp-Notebook .jp-CodeCell", has_text="check_ex01").count() == 1
+        shots = paths.REPO / "build" / "screenshots"
+        shots.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=shots / "jupyterlab-exercise-01.png")
