@@ -75,9 +75,14 @@ def execute(source: Path, target: Path, params: dict, timeout: int = 3600) -> Pa
     return target
 
 
-def run_notebooks(session_env: dict, quick: bool, only: list[str] | None = None) -> list[Path]:
+def attach_kernels(session_env: dict) -> None:
+    """Notebooks executed from this process from now on run on the lab's kernel and attach to the session."""
     # PIPELAB_PROGRESS=0: the kernels' own bars would end up as noise in the executed pages.
     os.environ.update(session_env, **kernel_env(), PIPELAB_PROGRESS="0")
+
+
+def run_notebooks(session_env: dict, quick: bool, only: list[str] | None = None) -> list[Path]:
+    attach_kernels(session_env)
     done = []
     for source in notebooks(only):
         print(f"pipelab: executing {source.relative_to(REPO)} {'(quick mode)' if quick else ''}", flush=True)

@@ -38,7 +38,7 @@ def cmd_book(args) -> int:
 
 def cmd_course(args) -> int:
     with Session() as session:
-        os.environ.update(session.env(), **book.kernel_env(), PIPELAB_PROGRESS="0")
+        book.attach_kernels(session.env())
         saved = course.run_solutions(session.endpoint.host, session.endpoint.port, quick=args.quick)
     print(f"pipelab: every solution passed; timings in {saved}")
     return 0

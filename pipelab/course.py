@@ -22,21 +22,28 @@ TIMINGS = "course/timings"
 SOLVED_MARK = "solved:"  # every check ends with "Exercise N solved: <figure>"
 
 
+def _the_one(folder: Path, pattern: str) -> Path:
+    found = sorted(folder.glob(pattern))
+    if len(found) != 1:
+        raise LabError(f"Expected one {folder.relative_to(REPO)}/{pattern}, found {len(found)}.")
+    return found[0]
+
+
 @dataclass(frozen=True)
 class Exercise:
-    number: str  # "01"
+    number: str  # "01": exercise N follows chapter N
     title: str
-    chapter: str  # the page under site/chapters/
     java_class: str
-    python_task: str  # what the notebook asks for, when it differs from the Java task
     planned_minutes: int  # the trainer's plan for the exercise in class, not a measurement
 
     def notebook(self, kind: str) -> Path:
         """notebooks/exercises/NN-*.ipynb or notebooks/solutions/NN-*.ipynb."""
-        found = sorted((REPO / "notebooks" / kind).glob(f"{self.number}-*.ipynb"))
-        if len(found) != 1:
-            raise LabError(f"Expected one notebook notebooks/{kind}/{self.number}-*.ipynb, found {len(found)}.")
-        return found[0]
+        return _the_one(REPO / "notebooks" / kind, f"{self.number}-*.ipynb")
+
+    @property
+    def chapter(self) -> str:
+        """The chapter's page under site/chapters/, e.g. "01-round-trip-time"."""
+        return _the_one(REPO / "site" / "chapters", f"{self.number}-*.md").stem
 
     def chapter_title(self) -> str:
         """The chapter page's own heading, e.g. "1. Round-trip time"."""
@@ -47,15 +54,11 @@ class Exercise:
 
 
 EXERCISES = [
-    Exercise("01", "Pipeline the loop", "01-round-trip-time", "Ex01PipelineTheLoop",
-             "the same task with redis-py", 20),
-    Exercise("02", "Chunk a big job", "02-system-calls", "Ex02ChunkABigJob", "the same task with redis-py", 25),
-    Exercise("03", "Flush once (Java), a pipeline not a transaction (Python)", "03-client-internals",
-             "Ex03FlushOnce", "redis-py's pipeline without MULTI/EXEC", 25),
-    Exercise("04", "Keep the latest 100, cheaply", "04-pitfalls", "Ex04KeepLatest",
-             "the same task with redis-py", 20),
-    Exercise("05", "One slot per user", "05-cluster", "Ex05OneSlotPerUser",
-             "the same task with redis-py, plus MSETs on the embedded cluster", 25),
+    Exercise("01", "Pipeline the loop", "Ex01PipelineTheLoop", 20),
+    Exercise("02", "Chunk a big job", "Ex02ChunkABigJob", 25),
+    Exercise("03", "Flush once (Java), a pipeline not a transaction (Python)", "Ex03FlushOnce", 25),
+    Exercise("04", "Keep the latest 100, cheaply", "Ex04KeepLatest", 20),
+    Exercise("05", "One slot per user", "Ex05OneSlotPerUser", 25),
 ]
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 import subprocess
 import sys
 
@@ -85,12 +86,8 @@ def executed_notebooks(session, jdk):
 
     from pipelab import book
 
-    saved = dict(os.environ)
-    try:
+    with kernels_attached(session):
         paths = book.run_notebooks(session.env(), quick=True)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
     return {p.name[:2]: nbformat.read(p, as_version=4) for p in paths}
 
 
@@ -101,6 +98,20 @@ def built_site(isolated_build, executed_notebooks):
 
     book.build_site(isolated_build / "site")
     return isolated_build / "site"
+
+
+@contextmanager
+def kernels_attached(session):
+    """Notebooks executed meanwhile attach to the session's Redis, as in `make book`; os.environ is put back after."""
+    from pipelab import book
+
+    saved = dict(os.environ)
+    try:
+        book.attach_kernels(session.env())
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def cell_errors(nb) -> list:

@@ -1,24 +1,18 @@
 """The course kit as a trainer uses it: every solution passes and is timed, every exercise fails until solved."""
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from pipelab import book, course, jbang, results
+from pipelab import course, jbang, results
+from tests.conftest import kernels_attached
 
 STACK_TRACE = ("Exception in thread", "\tat ", "Traceback (most recent call last)")
 
 
 @pytest.fixture(scope="module")
 def timings(session, jdk):
-    saved = dict(os.environ)
-    try:
-        os.environ.update(session.env(), **book.kernel_env(), PIPELAB_PROGRESS="0")
+    with kernels_attached(session):
         course.run_solutions(session.endpoint.host, session.endpoint.port, quick=True)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
     return results.load(course.TIMINGS)
 
 

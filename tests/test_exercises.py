@@ -2,14 +2,13 @@
 and a typical wrong answer to each exercise is refused for the right reason, on a real Redis."""
 from __future__ import annotations
 
-import os
-
 import nbformat
 import pytest
 
 from pipelab import book, exercises, paths
 from pipelab.errors import LabError
 from pipelab.exercises import NotSolved
+from tests.conftest import kernels_attached
 
 EXERCISES = sorted((paths.REPO / "notebooks" / "exercises").glob("*.ipynb"))
 
@@ -17,11 +16,8 @@ EXERCISES = sorted((paths.REPO / "notebooks" / "exercises").glob("*.ipynb"))
 @pytest.fixture
 def notebook_env(session):
     """Notebook kernels attach to the session's Redis, as in `make book`; the environment is put back after."""
-    saved = dict(os.environ)
-    os.environ.update(session.env(), **book.kernel_env(), PIPELAB_PROGRESS="0")
-    yield
-    os.environ.clear()
-    os.environ.update(saved)
+    with kernels_attached(session):
+        yield
 
 
 def test_one_exercise_and_one_solution_per_chapter():

@@ -16,7 +16,6 @@
 //
 //   jbang ch01-sadd [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 100000 3 1)
 
-import java.util.ArrayList;
 import java.util.List;
 
 import org.redisson.Redisson;
@@ -25,8 +24,6 @@ import org.redisson.api.RBatch;
 import org.redisson.api.RedissonClient;
 
 import redis.clients.jedis.Jedis;
-import redis.clients.jedis.Pipeline;
-import redis.clients.jedis.Response;
 
 public class SaddBench {
 
@@ -72,27 +69,12 @@ public class SaddBench {
 
     /** N round trips: each sadd() waits for its reply (1 = member added) before the next. */
     static long saddOneByOne(Jedis jedis, List<String> keys) {
-        long added = 0;
-        for (String key : keys) {
-            added += jedis.sadd(key, SaddWorkload.MEMBER);
-        }
-        return added;
+        return SaddWorkload.jedisOneByOne(jedis, keys);
     }
 
     /** All SADDs queued on one connection, replies read by a single sync() at the end. */
     static long saddPipeline(Jedis jedis, List<String> keys) {
-        List<Response<Long>> replies = new ArrayList<>(keys.size());
-        try (Pipeline pipeline = jedis.pipelined()) {
-            for (String key : keys) {
-                replies.add(pipeline.sadd(key, SaddWorkload.MEMBER));
-            }
-            pipeline.sync();
-        }
-        long added = 0;
-        for (Response<Long> reply : replies) {
-            added += reply.get();
-        }
-        return added;
+        return SaddWorkload.jedisPipelined(jedis.pipelined(), keys);
     }
 
     /** Redisson collects the commands in an RBatch and sends them together on execute(). */

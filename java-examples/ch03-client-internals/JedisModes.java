@@ -19,7 +19,6 @@ import java.util.ArrayList;
 import java.util.List;
 
 import redis.clients.jedis.Jedis;
-import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.Transaction;
@@ -74,11 +73,7 @@ public class JedisModes {
 
     /** N round trips: sadd() writes the command, flushes the socket and blocks until its reply. */
     static long oneByOne(Jedis jedis, List<String> keys) {
-        long added = 0;
-        for (String key : keys) {
-            added += jedis.sadd(key, SaddWorkload.MEMBER);
-        }
-        return added;
+        return SaddWorkload.jedisOneByOne(jedis, keys);
     }
 
     /**
@@ -91,14 +86,7 @@ public class JedisModes {
      * (and, once that is full, in Redis's output buffer for this client).
      */
     static long pipeline(Jedis jedis, List<String> keys) {
-        List<Response<Long>> replies = new ArrayList<>(keys.size());
-        try (Pipeline pipeline = jedis.pipelined()) {
-            for (String key : keys) {
-                replies.add(pipeline.sadd(key, SaddWorkload.MEMBER));
-            }
-            pipeline.sync();
-        }
-        return sum(replies);
+        return SaddWorkload.jedisPipelined(jedis.pipelined(), keys);
     }
 
     /**
@@ -134,14 +122,7 @@ public class JedisModes {
      * (With the deprecated JedisPool: try (Jedis j = pool.getResource(); Pipeline p = j.pipelined()).)
      */
     static long pooledPipeline(RedisClient pooled, List<String> keys) {
-        List<Response<Long>> replies = new ArrayList<>(keys.size());
-        try (Pipeline pipeline = pooled.pipelined()) {
-            for (String key : keys) {
-                replies.add(pipeline.sadd(key, SaddWorkload.MEMBER));
-            }
-            pipeline.sync();
-        }
-        return sum(replies);
+        return SaddWorkload.jedisPipelined(pooled.pipelined(), keys);
     }
 
     private static long sum(List<Response<Long>> replies) {

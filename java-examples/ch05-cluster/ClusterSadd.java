@@ -48,10 +48,8 @@ import org.redisson.api.BatchResult;
 import org.redisson.api.RBatch;
 import org.redisson.api.RedissonClient;
 
-import redis.clients.jedis.ClusterPipeline;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.RedisClusterClient;
-import redis.clients.jedis.Response;
 import redis.clients.jedis.util.JedisClusterCRC16;
 
 public class ClusterSadd {
@@ -225,11 +223,7 @@ public class ClusterSadd {
 
     /** N round trips: each sadd() goes to its slot's master over a pooled connection and waits. */
     static long jedisOneByOne(RedisClusterClient jedis, List<String> keys) {
-        long added = 0;
-        for (String key : keys) {
-            added += jedis.sadd(key, SaddWorkload.MEMBER);
-        }
-        return added;
+        return SaddWorkload.jedisOneByOne(jedis, keys);
     }
 
     /**
@@ -238,18 +232,7 @@ public class ClusterSadd {
      * replies, on a small thread pool when more than one master is involved.
      */
     static long jedisPipeline(RedisClusterClient jedis, List<String> keys) {
-        List<Response<Long>> replies = new ArrayList<>(keys.size());
-        try (ClusterPipeline pipeline = jedis.pipelined()) {
-            for (String key : keys) {
-                replies.add(pipeline.sadd(key, SaddWorkload.MEMBER));
-            }
-            pipeline.sync();
-        }
-        long added = 0;
-        for (Response<Long> reply : replies) {
-            added += reply.get();
-        }
-        return added;
+        return SaddWorkload.jedisPipelined(jedis.pipelined(), keys);
     }
 
     // ---------------------------------------------------------------- Lettuce
