@@ -19,8 +19,6 @@
 import java.util.List;
 
 import org.redisson.Redisson;
-import org.redisson.api.BatchResult;
-import org.redisson.api.RBatch;
 import org.redisson.api.RedissonClient;
 
 import redis.clients.jedis.Jedis;
@@ -79,17 +77,6 @@ public class SaddBench {
 
     /** Redisson collects the commands in an RBatch and sends them together on execute(). */
     static long saddBatch(RedissonClient redisson, List<String> keys) {
-        RBatch batch = redisson.createBatch();
-        for (String key : keys) {
-            batch.getSet(key).addAsync(SaddWorkload.MEMBER);
-        }
-        BatchResult<?> result = batch.execute();
-        long added = 0;
-        for (Object reply : result.getResponses()) {
-            if (Boolean.TRUE.equals(reply)) {
-                added++;
-            }
-        }
-        return added;
+        return RedissonSupport.added(RedissonSupport.saddBatch(redisson.createBatch(), keys, SaddWorkload.MEMBER));
     }
 }

@@ -29,8 +29,6 @@ import java.util.concurrent.TimeUnit;
 import org.redisson.Redisson;
 import org.redisson.api.BatchOptions;
 import org.redisson.api.BatchOptions.ExecutionMode;
-import org.redisson.api.BatchResult;
-import org.redisson.api.RBatch;
 import org.redisson.api.RedissonClient;
 
 import redis.clients.jedis.Jedis;
@@ -104,13 +102,7 @@ public class RedissonModes {
      * loop, and the calling thread blocks until the reply has been decoded.
      */
     static long oneByOne(RedissonClient redisson, List<String> keys) {
-        long added = 0;
-        for (String key : keys) {
-            if (redisson.<String>getSet(key).add(SaddWorkload.MEMBER)) {
-                added++;
-            }
-        }
-        return added;
+        return RedissonSupport.saddOneByOne(redisson, keys, SaddWorkload.MEMBER);
     }
 
     /**
@@ -141,12 +133,7 @@ public class RedissonModes {
      *    ReadMode.SLAVE it would come from a replica, which refuses writes (READONLY).
      */
     static long batch(RedissonClient redisson, List<String> keys, BatchOptions options) {
-        RBatch batch = redisson.createBatch(options);
-        for (String key : keys) {
-            batch.<String>getSet(key).addAsync(SaddWorkload.MEMBER);
-        }
-        BatchResult<?> result = batch.execute();
-        List<?> replies = result.getResponses();
+        List<?> replies = RedissonSupport.saddBatch(redisson.createBatch(options), keys, SaddWorkload.MEMBER);
         if (options.isSkipResult()) {
             if (!replies.isEmpty()) {
                 throw LabSupport.failure("a batch with skipResult() returned " + replies.size() + " results");
@@ -156,13 +143,6 @@ public class RedissonModes {
         if (replies.size() != keys.size()) {
             throw LabSupport.failure("a batch of " + keys.size() + " SADDs returned " + replies.size() + " results");
         }
-        long added = 0;
-        for (Object reply : replies) {
-            // RSet#addAsync converts SADD's integer reply to a Boolean, in every mode.
-            if (Boolean.TRUE.equals(reply)) {
-                added++;
-            }
-        }
-        return added;
+        return RedissonSupport.added(replies);
     }
 }

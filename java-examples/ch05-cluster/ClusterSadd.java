@@ -44,8 +44,6 @@ import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisAdvancedClusterAsyncCommands;
 import io.lettuce.core.cluster.api.sync.RedisAdvancedClusterCommands;
 import org.redisson.Redisson;
-import org.redisson.api.BatchResult;
-import org.redisson.api.RBatch;
 import org.redisson.api.RedissonClient;
 
 import redis.clients.jedis.HostAndPort;
@@ -307,13 +305,7 @@ public class ClusterSadd {
 
     /** N round trips through Redisson's per-master connection pools. */
     static long redissonOneByOne(RedissonClient redisson, List<String> keys) {
-        long added = 0;
-        for (String key : keys) {
-            if (redisson.<String>getSet(key).add(SaddWorkload.MEMBER)) {
-                added++;
-            }
-        }
-        return added;
+        return RedissonSupport.saddOneByOne(redisson, keys, SaddWorkload.MEMBER);
     }
 
     /**
@@ -321,17 +313,6 @@ public class ClusterSadd {
      * batch per master (RedisCommonBatchExecutor), each on one connection, all at once.
      */
     static long redissonBatch(RedissonClient redisson, List<String> keys) {
-        RBatch batch = redisson.createBatch();
-        for (String key : keys) {
-            batch.<String>getSet(key).addAsync(SaddWorkload.MEMBER);
-        }
-        BatchResult<?> result = batch.execute();
-        long added = 0;
-        for (Object reply : result.getResponses()) {
-            if (Boolean.TRUE.equals(reply)) {
-                added++;
-            }
-        }
-        return added;
+        return RedissonSupport.added(RedissonSupport.saddBatch(redisson.createBatch(), keys, SaddWorkload.MEMBER));
     }
 }

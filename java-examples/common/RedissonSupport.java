@@ -1,16 +1,51 @@
 // The Redisson configuration of the examples that use Redisson (one server: chapter 1's
 // SaddBench, chapter 3's RedissonModes, chapter 4's; a cluster: chapter 5's), kept once so that
-// all run the same one. Only they pull it in,
+// all run the same one, and Redisson's two ways of sending the SADD workload (one by one, an
+// RBatch), the same code on one server and on a cluster. Only they pull it in,
 //   //SOURCES ../common/RedissonSupport.java
 // since it compiles against the Redisson each of them declares in //DEPS; LabSupport and
 // SaddWorkload stay Jedis-only.
 
+import java.util.List;
+
+import org.redisson.api.RBatch;
+import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
 
 final class RedissonSupport {
 
     private RedissonSupport() {
+    }
+
+    /** N round trips: RSet#add is addAsync plus a wait for its future; true when the member was added. */
+    static long saddOneByOne(RedissonClient redisson, List<String> keys, String member) {
+        long added = 0;
+        for (String key : keys) {
+            if (redisson.<String>getSet(key).add(member)) {
+                added++;
+            }
+        }
+        return added;
+    }
+
+    /** One SADD per key queued on `batch` (in whatever mode it was created), then execute(): its replies. */
+    static List<?> saddBatch(RBatch batch, List<String> keys, String member) {
+        for (String key : keys) {
+            batch.<String>getSet(key).addAsync(member);
+        }
+        return batch.execute().getResponses();
+    }
+
+    /** How many of a batch's replies say "added": RSet#addAsync turns SADD's integer into a Boolean, in every mode. */
+    static long added(List<?> replies) {
+        long added = 0;
+        for (Object reply : replies) {
+            if (Boolean.TRUE.equals(reply)) {
+                added++;
+            }
+        }
+        return added;
     }
 
     /**
