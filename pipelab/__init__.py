@@ -1,7 +1,12 @@
-"""pipelab: the harness every notebook of the book imports (see README.md)."""
+"""pipelab: the lab every notebook of the book imports (see README.md, "How the repository is built").
+
+The notebooks' API is this module and its chapter's module (pipelab.chapters.chNN); the book build
+(pipelab.book) and the course (pipelab.course) stand beside it.
+"""
 from .errors import LabError
 from .lab import Lab, Link, Session, open_lab
 from .measure import Measurement, measure
-from .results import figure
+from .results import md_table, quantity, results_frame, summarize
 
-__all__ = ["Lab", "LabError", "Link", "Measurement", "Session", "figure", "measure", "open_lab"]
+__all__ = ["Lab", "LabError", "Link", "Measurement", "Session", "md_table", "measure", "open_lab", "quantity",
+           "results_frame", "summarize"]

@@ -165,7 +165,7 @@ class JavaRun:
 def fact(run: JavaRun | None, name: str, unit: str = "count") -> dict:
     """A figure for the prose from a Java example's facts: a number as it is, a text as text."""
     value = run.facts.get(name) if run else None
-    return results.figure(0, "count", value) if isinstance(value, str) else results.figure(value, unit)
+    return results.quantity(0, "count", value) if isinstance(value, str) else results.quantity(value, unit)
 
 
 def parse_result(stdout: str) -> dict:

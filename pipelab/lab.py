@@ -219,13 +219,13 @@ class Lab:
                                    quick_mode=self.quick, **extra)
 
     def save(self, name: str, measurements: list[Measurement] = (), *, summary: dict | None = None,
-             params: dict | None = None, notes: list[str] | None = None, figure=None, alt: str | None = None,
+             params: dict | None = None, notes: list[str] | None = None, plot=None, alt: str | None = None,
              **env_extra) -> str:
-        """Write results/<name>.json with the environment; `figure` goes beside it as <name>.png."""
+        """Write results/<name>.json with the environment; `plot` (a matplotlib Figure) goes beside it as <name>.png."""
         path = results.save(name, environment=self.environment(**env_extra), measurements=list(measurements),
-                            params=params, summary=summary, notes=notes, figure_alt=alt)
-        if figure is not None:
-            figure.savefig(results_dir() / f"{name}.png")
+                            params=params, summary=summary, notes=notes, plot_alt=alt)
+        if plot is not None:
+            plot.savefig(results_dir() / f"{name}.png")
         return str(path)
 
     def cluster(self) -> Cluster:

@@ -24,44 +24,6 @@ def read_replies(sock: socket.socket, count: int) -> list[bytes]:
     return buf.split(b"\r\n")[:count]
 
 
-# --8<-- [start:three_pings]
-def three_pings(host: str, port: int) -> tuple[bytes, list[bytes]]:
-    request = encode("PING") * 3  # three commands, one buffer
-    with socket.create_connection((host, port), timeout=5) as sock:
-        sock.sendall(request)  # one write: the server finds all three in one read
-        replies = read_replies(sock, 3)  # three +PONG, in order
-    return request, replies
-# --8<-- [end:three_pings]
-
-
-def inline_ping(host: str, port: int) -> bytes:
-    """The inline form `PING\\r\\n` that `printf | nc` sends works too."""
-    with socket.create_connection((host, port), timeout=5) as sock:
-        sock.sendall(b"PING\r\n")
-        return read_replies(sock, 1)[0]
-
-
-# --8<-- [start:raw]
-def pings_one_write(sock: socket.socket, n: int) -> None:
-    sock.sendall(encode("PING") * n)  # every command in one buffer, one write
-    read_bytes(sock, len(b"+PONG\r\n") * n)
-
-
-def pings_many_writes(sock: socket.socket, n: int) -> None:
-    one = encode("PING")
-    for _ in range(n):
-        sock.sendall(one)  # still no waiting, but one write per command
-    read_bytes(sock, len(b"+PONG\r\n") * n)
-
-
-def pings_round_trips(sock: socket.socket, n: int) -> None:
-    one = encode("PING")
-    for _ in range(n):
-        sock.sendall(one)
-        read_bytes(sock, len(b"+PONG\r\n"))  # wait for each reply: no pipelining
-# --8<-- [end:raw]
-
-
 def read_bytes(sock: socket.socket, count: int) -> None:
     """Read exactly `count` bytes (the replies), or fail if the server hangs up."""
     view = memoryview(bytearray(count))

@@ -10,7 +10,7 @@ from .paths import results_dir
 UNITS = {"x", "s", "ms", "us", "ops/s", "count", "list", "%", "bytes", "num"}
 
 
-def figure(value, unit: str, text: str | None = None) -> dict:
+def quantity(value, unit: str, text: str | None = None) -> dict:
     """A named number for the prose: its value, its unit and the text the site prints."""
     if unit not in UNITS:
         raise ValueError(f"unknown unit {unit!r}")
@@ -46,18 +46,32 @@ def format_value(value, unit: str) -> str:
     return format_value(value * 1e3, "ms") if value >= 1e-3 else format_value(value * 1e6, "us")
 
 
+class MarkdownText(str):
+    """Markdown that Jupyter renders as such when a notebook displays it."""
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+
+def md_table(header: list[str], rows: list[list]) -> MarkdownText:
+    """A Markdown table of measured rows, for a notebook or a site page."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]  # "|" in a text stays in its cell
+    return MarkdownText("\n".join(lines))
+
+
 def path_for(name: str, base: Path | None = None) -> Path:
     return (base or results_dir()) / f"{name}.json"
 
 
 def save(name: str, *, environment: dict, measurements: list[Measurement] = (), params: dict | None = None,
-         summary: dict | None = None, notes: list[str] | None = None, figure_alt: str | None = None,
+         summary: dict | None = None, notes: list[str] | None = None, plot_alt: str | None = None,
          base: Path | None = None) -> Path:
     """Write results/<name>.json (name like 'ch01/ping-10k'); returns the path."""
     path = path_for(name, base)
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"name": name, "environment": environment, "params": params or {},
-           "measurements": [m.to_dict() for m in measurements], "summary": summary or {}, "notes": notes or [], "figure_alt": figure_alt}
+           "measurements": [m.to_dict() for m in measurements], "summary": summary or {}, "notes": notes or [], "plot_alt": plot_alt}
     path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
     return path
 
@@ -76,3 +90,52 @@ def summary_value(name: str, key: str, base: Path | None = None) -> dict | None:
     if doc is None:
         return None
     return doc["summary"].get(key)
+
+
+def names(base: Path | None = None, chapter: str | None = None) -> list[str]:
+    """Every results file's name ("ch01/ping-10k"), or one chapter's."""
+    root = base or results_dir()
+    return [p.relative_to(root).with_suffix("").as_posix()
+            for p in sorted(root.glob(f"{chapter or '*'}/*.json"))]
+
+
+FRAME_COLUMNS = ["chapter", "experiment", "label", "ops", "sample", "seconds", "warmup", "params", "server",
+                 "redis_version", "cpu_count", "quick_mode", "measured_at"]
+
+
+def results_frame(chapter: str | None = None, base: Path | None = None):
+    """Every sample of every results file as one tidy pandas DataFrame: one row per repetition (and
+    per warm-up call, warmup=True), with its measurement's parameters spread into columns and the
+    environment it was measured in. `chapter` ("ch02") keeps one chapter."""
+    import pandas as pd  # noqa: PLC0415  (only where a frame is asked for)
+
+    rows = []
+    for name in names(base, chapter):
+        doc = load(name, base)
+        env = doc["environment"]
+        chap, experiment = name.split("/", 1)
+        for m in doc["measurements"]:
+            for warm, samples in ((True, m.warmup), (False, m.samples)):
+                for i, seconds in enumerate(samples):
+                    rows.append({"chapter": chap, "experiment": experiment, "label": m.label, "ops": m.ops,
+                                 "sample": i, "seconds": seconds, "warmup": warm, "params": m.params,
+                                 "server": env.get("server") or "redis", "redis_version": env.get("redis_version"),
+                                 "cpu_count": env.get("cpu_count"), "quick_mode": bool(env.get("quick_mode")),
+                                 "measured_at": env.get("measured_at")})
+    frame = pd.DataFrame(rows, columns=FRAME_COLUMNS)
+    if not frame.empty:
+        params = pd.json_normalize(frame["params"].tolist()).set_index(frame.index)
+        frame = frame.join(params.add_prefix("param_"))
+    frame["ops_per_s"] = frame["ops"] / frame["seconds"]
+    return frame
+
+
+def summarize(frame):
+    """Median, fastest and slowest repetition per measurement (warm-up calls left out), with ops/s at the median."""
+    timed = frame[~frame["warmup"]]
+    grouped = timed.groupby(["chapter", "experiment", "label"], sort=False)
+    out = grouped["seconds"].agg(n="count", median_s="median", min_s="min", max_s="max").reset_index()
+    out["ops"] = grouped["ops"].first().values
+    out["ops_per_s"] = out["ops"] / out["median_s"]
+    out["spread"] = (out["max_s"] - out["min_s"]) / out["median_s"]
+    return out

@@ -16,9 +16,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 import redis
+import redis.connection
 
 from .errors import LabError
 from .paths import env_flag
@@ -34,32 +35,34 @@ class Endpoint:
     db: int = 0
     password: str | None = None
     username: str | None = None
+    tls: bool = False  # rediss://
 
     @property
     def url(self) -> str:
         auth = ""
         if self.password is not None:
-            auth = f"{self.username or ''}:{self.password}@"
-        return f"redis://{auth}{self.host}:{self.port}/{self.db}"
+            auth = f"{quote(self.username or '', safe='')}:{quote(self.password, safe='')}@"
+        return f"{'rediss' if self.tls else 'redis'}://{auth}{self.host}:{self.port}/{self.db}"
 
     def client(self, **kwargs) -> redis.Redis:
         return redis.Redis(host=self.host, port=self.port, db=self.db, username=self.username,
-                           password=self.password, **kwargs)
+                           password=self.password, ssl=self.tls, **kwargs)
 
 
 def parse_url(url: str) -> Endpoint:
-    """Read a redis:// URL, or say in one sentence what a valid one looks like."""
-    hint = "REDIS_URL must look like redis://127.0.0.1:6379/0 (optionally redis://:password@host:port/db)"
+    """Read a redis:// or rediss:// URL with redis-py's own parser (it decodes a percent-encoded
+    password), or say in one sentence what a valid one looks like."""
+    hint = ("REDIS_URL must look like redis://127.0.0.1:6379/0 (optionally redis://:password@host:port/db, "
+            "percent-encoding reserved characters, or rediss:// for TLS)")
     try:
-        parts = urlparse(url)
-        port = parts.port or 6379
-        db_text = (parts.path or "/0").lstrip("/") or "0"
-        db = int(db_text)
+        kwargs = redis.connection.parse_url(url)
+        path = urlparse(url).path.lstrip("/")
     except ValueError:
         raise LabError(f"{hint}; got {url!r}.") from None
-    if parts.scheme != "redis" or not parts.hostname:
+    if not url.startswith(("redis://", "rediss://")) or not kwargs.get("host") or (path and not path.isdigit()):
         raise LabError(f"{hint}; got {url!r}.")
-    return Endpoint(parts.hostname, port, db, parts.password, parts.username)
+    return Endpoint(kwargs["host"], kwargs.get("port") or 6379, kwargs.get("db") or 0, kwargs.get("password"),
+                    kwargs.get("username"), tls=url.startswith("rediss://"))
 
 
 def wait_for_redis(endpoint: Endpoint, timeout: float = 10.0, proc: subprocess.Popen | None = None) -> redis.Redis:
@@ -121,21 +124,30 @@ def find_redis_server() -> str:
                    "apt-get install redis-server, or set REDIS_URL to a running Redis.")
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to stop the child if the lab is killed outright, so no server is orphaned."""
+def _load_prctl():
+    """libc's prctl, loaded here in the parent: a child of a threaded kernel must not dlopen after fork."""
     try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
     except OSError:
-        pass
-    os.setpgrp()  # Ctrl-C goes to the lab, which then stops the server itself
+        return None
+
+
+_PRCTL = _load_prctl()
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to stop the child if the lab is killed outright, so no server is orphaned (one
+    system call through the function loaded above; nothing is imported or allocated after fork)."""
+    _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def start_process(argv: list[str], log_path: Path) -> subprocess.Popen:
+    """Start a server in its own process group (Ctrl-C goes to the lab, which then stops it)."""
     log = open(log_path, "wb")
     try:
         return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                preexec_fn=_die_with_parent)
+                                process_group=0, preexec_fn=_die_with_parent if _PRCTL else None)
     finally:
         log.close()
 
@@ -154,15 +166,16 @@ def stop_process(proc: subprocess.Popen | None, timeout: float = 5.0) -> None:
 class EmbeddedRedis:
     """A throw-away redis-server on loopback: no persistence, its own temp dir, stopped on exit."""
 
-    def __init__(self, port: int | None = None, binary: str | None = None):
+    def __init__(self, port: int | None = None, binary: str | None = None, password: str | None = None):
         self.port = port or int(os.environ.get("PIPELAB_PORT") or DEFAULT_PORT)
         self.binary = binary or find_redis_server()
+        self.password = password  # requirepass: for the handshake section and the REDIS_URL tests
         self.proc: subprocess.Popen | None = None
         self.dir: tempfile.TemporaryDirectory | None = None
 
     @property
     def endpoint(self) -> Endpoint:
-        return Endpoint("127.0.0.1", self.port)
+        return Endpoint("127.0.0.1", self.port, password=self.password)
 
     def start(self) -> "EmbeddedRedis":
         if not port_is_free(self.port):
@@ -171,6 +184,8 @@ class EmbeddedRedis:
         self.dir = tempfile.TemporaryDirectory(prefix="pipelab-redis-")
         argv = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--protected-mode", "yes",
                 "--save", "", "--appendonly", "no", "--dir", self.dir.name, "--daemonize", "no"]
+        if self.password is not None:
+            argv += ["--requirepass", self.password]
         self.proc = start_process(argv, Path(self.dir.name) / "redis.log")
         try:
             wait_for_redis(self.endpoint, proc=self.proc).close()

@@ -84,7 +84,7 @@ def executed_notebooks(session, jdk):
     """Every chapter notebook, executed once in quick mode against the session's Redis: {"01": nb, ...}."""
     import nbformat
 
-    from pipelab import book
+    from pipelab.book import build as book
 
     with kernels_attached(session):
         paths = book.run_notebooks(session.env(), quick=True)
@@ -94,7 +94,7 @@ def executed_notebooks(session, jdk):
 @pytest.fixture(scope="session")
 def built_site(isolated_build, executed_notebooks):
     """The site, built once (mkdocs --strict) from the executed notebooks' results, in the isolated build dir."""
-    from pipelab import book
+    from pipelab.book import build as book
 
     book.build_site(isolated_build / "site")
     return isolated_build / "site"
@@ -103,7 +103,7 @@ def built_site(isolated_build, executed_notebooks):
 @contextmanager
 def kernels_attached(session):
     """Notebooks executed meanwhile attach to the session's Redis, as in `make book`; os.environ is put back after."""
-    from pipelab import book
+    from pipelab.book import build as book
 
     saved = dict(os.environ)
     try:

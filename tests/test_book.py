@@ -9,7 +9,8 @@ import sys
 import nbformat
 import pytest
 
-from pipelab import book, paths, results
+from pipelab import paths, results
+from pipelab.book import build as book
 from pipelab.errors import LabError
 from tests.conftest import cell_errors, unavailable
 

@@ -1,7 +1,8 @@
 """Chapter 2: the observation tools on a real server, then the notebook's claims in quick mode."""
 from __future__ import annotations
 
-from pipelab import observe, results, workloads
+from pipelab import observe, results
+from pipelab.chapters import ch02
 from tests.conftest import unavailable
 
 STRACE_SAMPLE = """\
@@ -36,7 +37,7 @@ def test_server_reads_per_command_fall_as_the_pipeline_deepens(lab):
     reads = {}
     for depth in (1, 10, 100, 1000):
         with counters.measure() as delta:
-            workloads.set_in_batches(r, 5000, depth)
+            ch02.set_in_batches(r, 5000, depth)
         reads[depth] = delta.per_command("total_reads_processed")
     assert 0.8 <= reads[1] <= 1.2, reads
     assert reads[1] > reads[10] > reads[100] >= reads[1000], reads
@@ -44,8 +45,8 @@ def test_server_reads_per_command_fall_as_the_pipeline_deepens(lab):
 
 def test_depth_100_is_at_least_3x_depth_1(lab):
     r = lab.client()
-    one = lab.measure("d1", lambda: workloads.set_in_batches(r, 3000, 1), ops=3000, repeat=3)
-    hundred = lab.measure("d100", lambda: workloads.set_in_batches(r, 30000, 100), ops=30000, repeat=3)
+    one = lab.measure("d1", lambda: ch02.set_in_batches(r, 3000, 1), ops=3000, repeat=3)
+    hundred = lab.measure("d100", lambda: ch02.set_in_batches(r, 30000, 100), ops=30000, repeat=3)
     assert hundred.ops_per_s >= 3 * one.ops_per_s, (one, hundred)
 
 
@@ -55,7 +56,7 @@ def test_strace_counts_the_servers_reads(lab):
     assert pid, "the session's embedded server is a local process"
     try:
         with observe.strace_count(pid) as calls:
-            workloads.set_in_batches(r, 500, 1)
+            ch02.set_in_batches(r, 500, 1)
     except observe.StraceUnavailable as err:
         unavailable(str(err))
     assert calls.get("read", 0) >= 500 and calls.get("write", 0) >= 500

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelab import pitfalls
+from pipelab.chapters import ch04 as chapter
 from pipelab.proxy import PROXY_NAME
 from tests.conftest import saved, unavailable
 
@@ -101,11 +101,11 @@ def test_faults_are_lifted_when_the_block_ends(rtt_lab):
 def test_slowlog_threshold_is_put_back_and_left_alone_on_a_foreign_server(lab):
     with lab.client() as client:
         before = client.config_get("slowlog-log-slower-than")["slowlog-log-slower-than"]
-        with pitfalls.slowlog_threshold(client, 123, allowed=True) as used:
+        with chapter.slowlog_threshold(client, 123, allowed=True) as used:
             assert used == 123
             assert client.config_get("slowlog-log-slower-than")["slowlog-log-slower-than"] == "123"
         assert client.config_get("slowlog-log-slower-than")["slowlog-log-slower-than"] == before
-        with pitfalls.slowlog_threshold(client, 123, allowed=False) as used:
+        with chapter.slowlog_threshold(client, 123, allowed=False) as used:
             assert str(used) == before
             assert client.config_get("slowlog-log-slower-than")["slowlog-log-slower-than"] == before
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelab import course, jbang, results
+from pipelab import jbang, results
+from pipelab.course import timings as course
 from tests.conftest import kernels_attached
 
 STACK_TRACE = ("Exception in thread", "\tat ", "Traceback (most recent call last)")

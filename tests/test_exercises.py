@@ -5,9 +5,11 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from pipelab import book, exercises, paths
+from pipelab import paths
+from pipelab.book import build as book
+from pipelab.course import exercises
 from pipelab.errors import LabError
-from pipelab.exercises import NotSolved
+from pipelab.course.exercises import NotSolved
 from tests.conftest import kernels_attached
 
 EXERCISES = sorted((paths.REPO / "notebooks" / "exercises").glob("*.ipynb"))

@@ -13,7 +13,9 @@ import urllib.request
 import pytest
 import redis
 
-from pipelab import paths, sitecheck
+from pipelab import paths
+
+import browser
 from pipelab.server import free_port
 from tests.conftest import unavailable
 
@@ -23,7 +25,7 @@ EXERCISE = "notebooks/exercises/01-pipeline-the-loop.ipynb"
 
 @pytest.fixture(scope="module")
 def jupyterlab(isolated_build):
-    reason = sitecheck.browser_unavailable() or (
+    reason = browser.browser_unavailable() or (
         None if importlib.util.find_spec("jupyterlab") else "JupyterLab is missing: run make test or make lab")
     if reason:
         unavailable(reason)
@@ -81,7 +83,7 @@ def test_jupyterlab_serves_the_exercises_with_the_labs_kernel(jupyterlab):
 
 def test_an_exercise_opens_in_the_browser(jupyterlab):
     base, _ = jupyterlab
-    with sitecheck.chromium_tab(base) as tab:
+    with browser.chromium_tab(base) as tab:
         page = tab.page
         page.set_default_timeout(60_000)  # JupyterLab's first load is not a static page
         page.goto(f"{base}lab/tree/{EXERCISE}?token={TOKEN}")

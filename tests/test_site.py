@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pipelab import paths, sitecheck
-from pipelab.mkdocs_hooks import MARKER, NOT_YET
+from pipelab import paths
+from pipelab.book import sitecheck
+
+import browser
+from pipelab.book.hooks import MARKER, NOT_YET
 from tests.conftest import unavailable
 
 SCREENSHOTS = paths.REPO / "build" / "screenshots"  # the repository's build/, not the isolated one
@@ -67,14 +70,14 @@ def test_the_link_check_reports_a_missing_file_and_a_missing_anchor(tmp_path):
 @pytest.fixture(scope="module")
 def tab(request):
     """One headless Chromium for the module, on the site served from 127.0.0.1."""
-    why = sitecheck.browser_unavailable()
+    why = browser.browser_unavailable()
     if why:
         unavailable(why)
     site = request.getfixturevalue("built_site")  # after the check: a skip need not wait for the notebooks
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for old in SCREENSHOTS.glob("*.png"):  # a page gone from the nav leaves no stale picture
         old.unlink()
-    with sitecheck.serve(site) as base, sitecheck.chromium_tab(base) as tab:
+    with browser.serve(site) as base, browser.chromium_tab(base) as tab:
         yield tab
 
 

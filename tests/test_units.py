@@ -8,7 +8,11 @@ import markdown
 import nbformat
 import pytest
 
-from pipelab import book, mkdocs_hooks, published, report, results
+from pipelab import results
+from pipelab.book import build as book
+from pipelab.book import hooks as mkdocs_hooks
+from pipelab.book import report
+from pipelab.chapters import ch01, claims
 from pipelab.errors import LabError
 from pipelab.jbang import parse_result
 from pipelab.measure import Measurement, measure
@@ -65,45 +69,45 @@ def test_measurement_round_trips_through_a_dict():
 
 
 def test_figure_formats_each_unit():
-    assert results.figure(4.73, "x")["text"] == "4.7x"
-    assert results.figure(1234.4, "ms")["text"] == "1,234 ms"
-    assert results.figure(1.5, "ms")["text"] == "1.50 ms"
-    assert results.figure(22.27, "us")["text"] == "22.3 µs"
-    assert results.figure(1.99, "ops/s")["text"] == "1.99 ops/s"
-    assert results.figure(None, "s")["text"] == "not measured"
+    assert results.quantity(4.73, "x")["text"] == "4.7x"
+    assert results.quantity(1234.4, "ms")["text"] == "1,234 ms"
+    assert results.quantity(1.5, "ms")["text"] == "1.50 ms"
+    assert results.quantity(22.27, "us")["text"] == "22.3 µs"
+    assert results.quantity(1.99, "ops/s")["text"] == "1.99 ops/s"
+    assert results.quantity(None, "s")["text"] == "not measured"
     with pytest.raises(ValueError):
-        results.figure(1, "parsecs")
+        results.quantity(1, "parsecs")
 
 
 def _fake_results(base, quick=False, **summary):
     env = {"redis_version": "6.2.14", "quick_mode": quick, "java_clients": {"jedis": "8.0.2"}}
     results.save("ch01/ping-10k", environment=env, base=base,
-                 summary={k: results.figure(v, "x" if "speedup" in k else "s") for k, v in summary.items()})
+                 summary={k: results.quantity(v, "x" if "speedup" in k else "s") for k, v in summary.items()})
 
 
 def test_report_puts_the_readers_figure_beside_the_published_one(tmp_path):
     _fake_results(tmp_path, python_unpipelined_s=1.185238 / 2, python_speedup=9.46)
-    rows = {r["label"]: r for r in report.rows("ch01", tmp_path)}
+    rows = {r["label"]: r for r in claims.rows("ch01", tmp_path)}
     one = rows["10,000 PINGs one by one (redis-py)"]
     assert one["published"] == "1.185 s" and one["yours"] == "593 ms"
     assert one["ratio"] == pytest.approx(0.5)
     speedup = rows["Pipelining speed-up, 10,000 PINGs (redis-py)"]
-    assert speedup["ratio"] == pytest.approx(9.46 / published.ping_speedup())
+    assert speedup["ratio"] == pytest.approx(9.46 / ch01.ping_speedup())
     assert "redis.io" in speedup["source"]
     assert rows["100,000 SADD, Jedis Pipeline"]["yours"] == "not measured yet"
-    table = report.markdown_table("ch01", tmp_path)
+    table = claims.markdown_table("ch01", tmp_path)
     assert "Quick mode" not in table and "| **593 ms** | 0.5 |" in table
     assert "jedis 8.0.2" in report.environment_table("ch01", tmp_path)
 
 
 def test_report_flags_quick_mode(tmp_path):
     _fake_results(tmp_path, quick=True, python_speedup=3.0)
-    assert "Quick mode" in report.markdown_table("ch01", tmp_path)
+    assert "Quick mode" in claims.markdown_table("ch01", tmp_path)
 
 
 def test_published_arithmetic():
-    assert published.vivo_ms_per_command() == pytest.approx(1.62655)
-    assert published.ping_speedup() == pytest.approx(4.726, abs=0.01)
+    assert ch01.vivo_ms_per_command() == pytest.approx(1.62655)
+    assert ch01.ping_speedup() == pytest.approx(4.726, abs=0.01)
 
 
 def test_parameters_are_injected_after_the_tagged_cell():
@@ -125,7 +129,7 @@ def test_parse_result_needs_exactly_one_result_line():
 
 
 def test_a_measured_text_with_a_pipe_stays_in_its_table_cell():
-    results.save("chx/pipe", environment={}, summary={"k": results.figure(0, "count", "OK | Error | 1")})
+    results.save("chx/pipe", environment={}, summary={"k": results.quantity(0, "count", "OK | Error | 1")})
     page = SimpleNamespace(file=SimpleNamespace(src_uri="chapters/x.md"))
     source = mkdocs_hooks.on_page_markdown("| a | b |\n|---|---|\n| {{ chx/pipe#k }} | z |\n", page, None, None)
     html = markdown.markdown(source, extensions=["tables"])

@@ -19,7 +19,10 @@ from pathlib import Path, PurePosixPath
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from pipelab import course, paths, report, results
+from pipelab import paths, results
+from pipelab.book import report
+from pipelab.chapters import claims
+from pipelab.course import timings as course
 
 NOT_YET = "not measured yet (run `make book`)"
 MARKER = re.compile(r"<!--\s*pipelab:(figures|env|plot|spread|course)\s+([\w/.-]+)\s*-->")
@@ -59,7 +62,7 @@ def _plot(name: str, depth: int) -> str:
     png = paths.results_dir() / f"{name}.png"
     if doc is None or not png.exists():
         return f"!!! info \"Plot {name}\"\n    {NOT_YET[0].upper() + NOT_YET[1:]}."
-    alt = doc.get("figure_alt") or name
+    alt = doc.get("plot_alt") or name
     return f"![{alt}]({'../' * depth}figures/{name}.png){{ loading=lazy }}"
 
 
@@ -69,7 +72,7 @@ def on_page_markdown(markdown, page, config, files):
     def marker(match: re.Match) -> str:
         kind, arg = match.groups()
         if kind == "figures":
-            return report.markdown_table(arg)
+            return claims.markdown_table(arg)
         if kind == "env":
             return report.environment_table(arg)
         if kind == "spread":

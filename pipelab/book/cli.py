@@ -8,10 +8,13 @@ import subprocess
 import sys
 import time
 
-from . import book, course, jbang, proxy, sitecheck
-from .errors import friendly
-from .lab import Session
-from .paths import REPO, build_dir
+from .. import jbang, proxy
+from ..course import timings as course
+from ..errors import friendly
+from ..lab import Session
+from ..paths import REPO, build_dir
+from . import build as book
+from . import sitecheck
 
 
 def _term_as_interrupt(*_):

@@ -16,12 +16,13 @@ import redis
 from redis.crc import key_slot
 from redis.exceptions import RedisClusterException
 
-from . import observe, pitfalls
-from .errors import LabError
-from .lab import Lab
-from .measure import Measurement, measure
-from .server import PREFIX, delete_lab_keys
-from .workloads import delete_keys
+from .. import observe
+from ..chapters import ch04
+from ..chapters.ch01 import delete_keys
+from ..errors import LabError
+from ..lab import Lab
+from ..measure import Measurement, measure
+from ..server import PREFIX, delete_lab_keys
 
 # exercise: (the function the reader writes, its chapter, the section that explains it)
 EXERCISES = {
@@ -82,7 +83,7 @@ def _at_server(lab: Lab, *timed: str):
     counters = observe.Counters(lab.endpoint)
     seen: dict = {}
     try:
-        with (observe.wire(lab.endpoint) as calls, pitfalls.server_time(lab.endpoint, *timed) as usec,
+        with (observe.wire(lab.endpoint) as calls, ch04.server_time(lab.endpoint, *timed) as usec,
               counters.measure() as delta):
             yield seen
         seen.update(calls=calls, usec=usec, reads=int(delta.values["total_reads_processed"]))

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .errors import LabError
-from .paths import REPO, build_dir, notebooks_out_dir
+from ..errors import LabError
+from ..paths import REPO, build_dir, notebooks_out_dir
 
 PARAMETERS_TAG = "parameters"
 

@@ -13,10 +13,11 @@ import importlib.util
 import os
 import sys
 
-from . import book, jbang, proxy, report, results
-from .errors import LabError
-from .measure import Measurement, measure
-from .paths import REPO, notebooks_out_dir, tools_dir
+from .. import jbang, proxy, results
+from ..book import build as book
+from ..errors import LabError
+from ..measure import Measurement, measure
+from ..paths import REPO, notebooks_out_dir, tools_dir
 
 TIMINGS = "course/timings"
 SOLVED_MARK = "solved:"  # every check ends with "Exercise N solved: <figure>"
@@ -100,11 +101,11 @@ def run_solutions(host: str, port: int, quick: bool) -> Path:
                        warmup=warmup, exercise=ex.number)
         measurements += [python, java]
         summary.update({
-            f"ex{ex.number}_python_s": results.figure(python.median, "s"),
-            f"ex{ex.number}_java_s": results.figure(java.median, "s"),
-            f"ex{ex.number}_java_first_s": results.figure(java.warmup[0] if java.warmup else None, "s"),
-            f"ex{ex.number}_python_printed": results.figure(0, "count", printed),
-            f"ex{ex.number}_java_printed": results.figure(0, "count", java_lines[-1]),
+            f"ex{ex.number}_python_s": results.quantity(python.median, "s"),
+            f"ex{ex.number}_java_s": results.quantity(java.median, "s"),
+            f"ex{ex.number}_java_first_s": results.quantity(java.warmup[0] if java.warmup else None, "s"),
+            f"ex{ex.number}_python_printed": results.quantity(0, "count", printed),
+            f"ex{ex.number}_java_printed": results.quantity(0, "count", java_lines[-1]),
         })
     summary.update(footprint())
     from .lab import open_lab  # noqa: PLC0415  (the session's Redis, for the environment record)
@@ -126,11 +127,11 @@ def footprint() -> dict:
         jars.update(Path(j) for j in classpath.split(os.pathsep) if j.endswith(".jar") and "/.jbang/cache/" not in j)
     venv = Path(sys.prefix)
     with_lab = importlib.util.find_spec("jupyterlab") is not None
-    return {"venv_bytes": results.figure(_size(venv), "bytes"),
-            "venv_has_jupyterlab": results.figure(0, "count", "yes" if with_lab else "no (make lab adds it)"),
-            "tools_bytes": results.figure(_size(tools_dir()), "bytes"),
-            "maven_bytes": results.figure(sum(_size(j) for j in jars if j.exists()), "bytes"),
-            "maven_jars": results.figure(len(jars), "count")}
+    return {"venv_bytes": results.quantity(_size(venv), "bytes"),
+            "venv_has_jupyterlab": results.quantity(0, "count", "yes" if with_lab else "no (make lab adds it)"),
+            "tools_bytes": results.quantity(_size(tools_dir()), "bytes"),
+            "maven_bytes": results.quantity(sum(_size(j) for j in jars if j.exists()), "bytes"),
+            "maven_jars": results.quantity(len(jars), "count")}
 
 
 def prefetch() -> dict:
@@ -156,7 +157,7 @@ def footprint_table() -> str:
     if not doc or "venv_bytes" not in doc["summary"]:
         return "_Not measured yet: run `make book`._"
     value = lambda key: doc["summary"][key]["text"]  # noqa: E731
-    return report.md_table(["What", "Where", "On disk"], [
+    return results.md_table(["What", "Where", "On disk"], [
         [f"Python packages (JupyterLab installed: {value('venv_has_jupyterlab')})", "build/venv", value("venv_bytes")],
         [f"Java clients and their dependencies, {value('maven_jars')} jars", "~/.m2/repository",
          value("maven_bytes")],
@@ -170,11 +171,11 @@ def timings_table() -> str:
     rows = [[f"{int(ex.number)}. {ex.title}", f"[{ex.chapter_title()}](../chapters/{ex.chapter}.md)",
              f"{ex.planned_minutes} min", value(f"ex{ex.number}_python_s"), value(f"ex{ex.number}_java_first_s"),
              value(f"ex{ex.number}_java_s")] for ex in EXERCISES]
-    table = report.md_table(["Exercise", "Chapter", "Planned in class", "Python solution notebook",
+    table = results.md_table(["Exercise", "Chapter", "Planned in class", "Python solution notebook",
                              "Java solution, first run", "Java solution, later runs"], rows)
     if not doc:
         return table + "\n\n_Run `make book` to time the solutions on this machine._"
     printed = [[f"{int(ex.number)}", value(f"ex{ex.number}_python_printed"), value(f"ex{ex.number}_java_printed")]
                for ex in EXERCISES]
     return "\n".join([table, "", "What each solution printed when it passed on this machine:", "",
-                      report.md_table(["Exercise", "Python", "Java"], printed)])
+                      results.md_table(["Exercise", "Python", "Java"], printed)])
