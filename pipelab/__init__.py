@@ -6,7 +6,7 @@ The notebooks' API is this module and its chapter's module (pipelab.chapters.chN
 from .errors import LabError
 from .lab import Lab, Link, Session, open_lab
 from .measure import Measurement, measure
-from .results import md_table, quantity, results_frame, summarize
+from .results import measurements_frame, md_table, quantity, results_frame, summarize
 
-__all__ = ["Lab", "LabError", "Link", "Measurement", "Session", "md_table", "measure", "open_lab", "quantity",
+__all__ = ["Lab", "LabError", "Link", "Measurement", "Session", "md_table", "measure", "measurements_frame", "open_lab", "quantity",
            "results_frame", "summarize"]

@@ -99,41 +99,51 @@ def names(base: Path | None = None, chapter: str | None = None) -> list[str]:
             for p in sorted(root.glob(f"{chapter or '*'}/*.json"))]
 
 
-FRAME_COLUMNS = ["chapter", "experiment", "label", "ops", "sample", "seconds", "warmup", "params", "server",
-                 "redis_version", "cpu_count", "quick_mode", "measured_at"]
+FRAME_COLUMNS = ["chapter", "experiment", "label", "ops", "sample", "seconds", "warmup", "server", "redis_version",
+                 "cpu_count", "quick_mode", "measured_at", "ops_per_s"]
 
 
-def results_frame(chapter: str | None = None, base: Path | None = None):
-    """Every sample of every results file as one tidy pandas DataFrame: one row per repetition (and
-    per warm-up call, warmup=True), with its measurement's parameters spread into columns and the
-    environment it was measured in. `chapter` ("ch02") keeps one chapter."""
+def measurements_frame(measurements, **columns):
+    """Measurements (saved or not yet) as a tidy pandas DataFrame: one row per repetition, and per
+    warm-up call (warmup=True), each measurement's parameters spread into param_* columns, and
+    `columns` (e.g. chapter="ch02", experiment="depth") on every row."""
     import pandas as pd  # noqa: PLC0415  (only where a frame is asked for)
 
     rows = []
+    for m in measurements:
+        for warm, samples in ((True, m.warmup), (False, m.samples)):
+            for i, seconds in enumerate(samples):
+                rows.append({**columns, "label": m.label, "ops": m.ops, "sample": i, "seconds": seconds,
+                             "warmup": warm, **{f"param_{k}": v for k, v in m.params.items()}})
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        frame["ops_per_s"] = frame["ops"] / frame["seconds"]
+    return frame
+
+
+def results_frame(chapter: str | None = None, base: Path | None = None):
+    """Every sample of every results file as one tidy pandas DataFrame (see measurements_frame), with
+    the environment it was measured in. `chapter` ("ch02") keeps one chapter."""
+    import pandas as pd  # noqa: PLC0415
+
+    frames = []
     for name in names(base, chapter):
         doc = load(name, base)
         env = doc["environment"]
         chap, experiment = name.split("/", 1)
-        for m in doc["measurements"]:
-            for warm, samples in ((True, m.warmup), (False, m.samples)):
-                for i, seconds in enumerate(samples):
-                    rows.append({"chapter": chap, "experiment": experiment, "label": m.label, "ops": m.ops,
-                                 "sample": i, "seconds": seconds, "warmup": warm, "params": m.params,
-                                 "server": env.get("server") or "redis", "redis_version": env.get("redis_version"),
-                                 "cpu_count": env.get("cpu_count"), "quick_mode": bool(env.get("quick_mode")),
-                                 "measured_at": env.get("measured_at")})
-    frame = pd.DataFrame(rows, columns=FRAME_COLUMNS)
-    if not frame.empty:
-        params = pd.json_normalize(frame["params"].tolist()).set_index(frame.index)
-        frame = frame.join(params.add_prefix("param_"))
-    frame["ops_per_s"] = frame["ops"] / frame["seconds"]
-    return frame
+        frames.append(measurements_frame(
+            doc["measurements"], chapter=chap, experiment=experiment, server=env.get("server") or "redis",
+            redis_version=env.get("redis_version"), cpu_count=env.get("cpu_count"),
+            quick_mode=bool(env.get("quick_mode")), measured_at=env.get("measured_at")))
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FRAME_COLUMNS)
 
 
-def summarize(frame):
-    """Median, fastest and slowest repetition per measurement (warm-up calls left out), with ops/s at the median."""
+def summarize(frame, by=("label",)):
+    """Median, fastest and slowest repetition per measurement (warm-up calls left out), with ops/s at
+    the median and the spread (max − min) ÷ median; `by` names the columns that identify one."""
     timed = frame[~frame["warmup"]]
-    grouped = timed.groupby(["chapter", "experiment", "label"], sort=False)
+    grouped = timed.groupby(list(by), sort=False)
     out = grouped["seconds"].agg(n="count", median_s="median", min_s="min", max_s="max").reset_index()
     out["ops"] = grouped["ops"].first().values
     out["ops_per_s"] = out["ops"] / out["median_s"]
