@@ -1,6 +1,7 @@
 """The environment a result was measured in, recorded beside every result."""
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import sys
@@ -8,6 +9,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 
 import redis
+
+from .paths import REPO
 
 
 def _version(dist: str) -> str | None:
@@ -28,12 +31,19 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def lock_sha256() -> str | None:
+    """The lock file's hash: which exact Python packages measured this."""
+    lock = REPO / "uv.lock"
+    return hashlib.sha256(lock.read_bytes()).hexdigest() if lock.exists() else None
+
+
 def capture(client: redis.Redis, **extra) -> dict:
     server = client.info("server")
     from redis.utils import HIREDIS_AVAILABLE  # noqa: PLC0415
 
     env = {
         "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "server": server.get("server_name") or "redis",  # Valkey names itself; Redis does not
         "redis_version": server.get("redis_version"),
         "redis_mode": server.get("redis_mode"),
         "redis_os": server.get("os"),
@@ -44,6 +54,7 @@ def capture(client: redis.Redis, **extra) -> dict:
         "redis_py": _version("redis"),
         "hiredis": _version("hiredis") if HIREDIS_AVAILABLE else None,
         "executable": sys.executable,
+        "lock_sha256": lock_sha256(),
     }
     env.update(extra)
     return env

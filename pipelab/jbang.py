@@ -21,6 +21,7 @@ JBANG_SHA1 = "719c67526660a0122a126c0c99207724564968db"  # of jbang-cli-0.132.1-
 JBANG_URL = (f"https://repo1.maven.org/maven2/dev/jbang/jbang-cli/{JBANG_VERSION}/"
              f"jbang-cli-{JBANG_VERSION}-all.jar")
 RESULT_MARK = "PIPELAB-RESULT "
+RUNS_LOG_VAR = "PIPELAB_JAVA_RUNS"  # a file each run_example appends its alias to
 NO_JDK = ("No JDK 17+ found: install one (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME; "
           "the Java examples need java and javac.")
 
@@ -180,6 +181,10 @@ def run_example(alias: str, host: str, port: int, *args) -> JavaRun:
     if alias not in catalog_aliases():
         raise LabError(f"No JBang alias {alias!r} in jbang-catalog.json.")
     require_jdk()
+    runs_log = os.environ.get(RUNS_LOG_VAR)
+    if runs_log:  # the tests ask which examples the notebooks ran
+        with open(runs_log, "a") as log:
+            log.write(alias + "\n")
     argv = jbang_argv([alias, host, str(port), *map(str, args)])
     lines: list[str] = []
     bar = None

@@ -84,6 +84,9 @@ def wait_for_redis(endpoint: Endpoint, timeout: float = 10.0, proc: subprocess.P
             last = err
             client.close()
             time.sleep(0.05)
+    if endpoint.tls:
+        raise LabError(f"No TLS connection to Redis at {endpoint.host}:{endpoint.port} ({last}); check that the "
+                       "server speaks TLS on that port, or use redis:// for a plain one.")
     raise LabError(f"Cannot reach Redis at {endpoint.host}:{endpoint.port} ({last}); start it, or unset "
                    "REDIS_URL to let the lab start its own.")
 

@@ -84,10 +84,14 @@ def executed_notebooks(session, jdk):
     """Every chapter notebook, executed once in quick mode against the session's Redis: {"01": nb, ...}."""
     import nbformat
 
+    from pipelab import jbang
     from pipelab.book import build as book
 
     only = [n for n in os.environ.get("PIPELAB_TEST_NOTEBOOKS", "").split(",") if n]  # e.g. "02" while editing
-    with kernels_attached(session):
+    # Which harness lines and which Java examples the quick book ran (tests/test_sections.py reads them).
+    traces = {book.COVERAGE_VAR: str(isolated_build / "notebooks.coverage"),
+              jbang.RUNS_LOG_VAR: str(isolated_build / "java-runs.txt")}
+    with kernels_attached(session, **traces):
         paths = book.run_notebooks(session.env(), quick=True, only=only or None)
     return {p.name[:2]: nbformat.read(p, as_version=4) for p in paths}
 
@@ -102,12 +106,14 @@ def built_site(isolated_build, executed_notebooks):
 
 
 @contextmanager
-def kernels_attached(session):
-    """Notebooks executed meanwhile attach to the session's Redis, as in `make book`; os.environ is put back after."""
+def kernels_attached(session, **env):
+    """Notebooks executed meanwhile attach to the session's Redis, as in `make book` (with `env` on
+    top); os.environ is put back after."""
     from pipelab.book import build as book
 
     saved = dict(os.environ)
     try:
+        os.environ.update(env)
         book.attach_kernels(session.env())
         yield
     finally:

@@ -26,6 +26,15 @@ def test_parse_url_reads_host_port_db_and_password():
     assert parse_url("redis://localhost").port == 6379
 
 
+def test_parse_url_decodes_reserved_characters_and_knows_tls():
+    ep = parse_url("redis://user%3A1:p%40ss%2Fw%3Ard@127.0.0.1:6390/2")
+    assert (ep.username, ep.password, ep.db, ep.tls) == ("user:1", "p@ss/w:rd", 2, False)
+    assert parse_url(ep.url) == ep  # the URL the lab hands on encodes them again
+    tls = parse_url("rediss://:secret@cache.example:6380/0")
+    assert tls.tls and tls.url.startswith("rediss://")
+    assert tls.client().connection_pool.connection_class.__name__ == "SSLConnection"
+
+
 @pytest.mark.parametrize("bad", ["localhost:6379", "http://127.0.0.1:6379", "redis://127.0.0.1:port",
                                  "redis://127.0.0.1:6379/x", "redis://"])
 def test_parse_url_rejects_malformed_urls_with_one_sentence(bad):

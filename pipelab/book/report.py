@@ -12,10 +12,11 @@ from ..paths import results_dir
 from ..results import md_table
 
 
-ENV_FIELDS = [("redis_version", "Redis"), ("redis_py", "redis-py"), ("hiredis", "hiredis"),
+ENV_FIELDS = [("server", "Server"), ("redis_version", "Version"), ("redis_py", "redis-py"), ("hiredis", "hiredis"),
               ("java_clients", "Java clients"), ("python", "Python"), ("cpu_count", "CPUs"),
               ("cpu_model", "CPU"), ("kernel", "Linux kernel"), ("toxiproxy", "RTT injection"),
-              ("quick_mode", "Quick mode"), ("measured_at", "Measured at")]
+              ("quick_mode", "Quick mode"), ("lock_sha256", "Python lock (uv.lock, SHA-256)"),
+              ("measured_at", "Measured at")]
 
 
 def environment_table(chapter: str, base: Path | None = None) -> str:
