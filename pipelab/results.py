@@ -99,7 +99,7 @@ def names(base: Path | None = None, chapter: str | None = None) -> list[str]:
             for p in sorted(root.glob(f"{chapter or '*'}/*.json"))]
 
 
-FRAME_COLUMNS = ["chapter", "experiment", "label", "ops", "sample", "seconds", "warmup", "server", "redis_version",
+FRAME_COLUMNS = ["chapter", "experiment", "measurement", "label", "ops", "sample", "seconds", "warmup", "server", "redis_version",
                  "cpu_count", "quick_mode", "measured_at", "ops_per_s"]
 
 
@@ -110,10 +110,11 @@ def measurements_frame(measurements, **columns):
     import pandas as pd  # noqa: PLC0415  (only where a frame is asked for)
 
     rows = []
-    for m in measurements:
+    for index, m in enumerate(measurements):
         for warm, samples in ((True, m.warmup), (False, m.samples)):
             for i, seconds in enumerate(samples):
-                rows.append({**columns, "label": m.label, "ops": m.ops, "sample": i, "seconds": seconds,
+                rows.append({**columns, "measurement": index, "label": m.label, "ops": m.ops, "sample": i,
+                             "seconds": seconds,
                              "warmup": warm, **{f"param_{k}": v for k, v in m.params.items()}})
     frame = pd.DataFrame(rows)
     if not frame.empty:
@@ -148,4 +149,6 @@ def summarize(frame, by=("label",)):
     out["ops"] = grouped["ops"].first().values
     out["ops_per_s"] = out["ops"] / out["median_s"]
     out["spread"] = (out["max_s"] - out["min_s"]) / out["median_s"]
+    first = frame[frame["warmup"] & (frame["sample"] == 0)].set_index(list(by))["seconds"]
+    out["first_warmup_s"] = [first.get(key) for key in out.set_index(list(by)).index]
     return out

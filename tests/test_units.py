@@ -143,3 +143,24 @@ def test_a_measured_text_with_a_pipe_stays_in_its_table_cell():
     source = mkdocs_hooks.on_page_markdown("| a | b |\n|---|---|\n| {{ chx/pipe#k }} | z |\n", page, None, None)
     html = markdown.markdown(source, extensions=["tables"])
     assert html.count("<td>") == 2 and "<td>OK | Error | 1</td>" in html, html
+
+
+def test_results_load_into_one_tidy_frame_and_the_spread_table_reads_it(tmp_path):
+    fast = Measurement("pipelined", 100, [0.010, 0.012, 0.020], {"depth": 100}, [0.050])
+    slow = Measurement("one by one", 100, [1.0, 1.1], {"depth": 1})
+    once = Measurement("single", 1, [0.5])
+    results.save("chx/depth", environment={"redis_version": "8.2.3", "quick_mode": False}, measurements=[fast, slow],
+                 base=tmp_path)
+    results.save("chy/other", environment={}, measurements=[once], base=tmp_path)
+    frame = results.results_frame(base=tmp_path)
+    assert len(frame) == 4 + 2 + 1 and frame["warmup"].sum() == 1
+    assert set(frame[frame["experiment"] == "depth"]["param_depth"]) == {1, 100}
+    assert list(results.results_frame("chy", base=tmp_path)["label"]) == ["single"]
+    summary = results.summarize(frame[frame["chapter"] == "chx"])
+    row = summary.set_index("label").loc["pipelined"]
+    assert (row["n"], row["median_s"], row["ops_per_s"]) == (3, 0.012, pytest.approx(100 / 0.012))
+    assert row["spread"] == pytest.approx((0.020 - 0.010) / 0.012) and row["first_warmup_s"] == 0.050
+    table = report.spread_tables(tmp_path)
+    assert "Your run holds 2 measurements with repetitions" in table  # "single" has one: no spread
+    assert "83% (pipelined)" in table and "4.17x" in table
+    assert report.spread_tables(tmp_path / "none") == "_Not measured yet: run `make book`._"
