@@ -4,9 +4,9 @@ The notebooks' API is this module and its chapter's module (pipelab.chapters.chN
 (pipelab.book) and the course (pipelab.course) stand beside it.
 """
 from .errors import LabError
-from .lab import Lab, Link, Session, open_lab
+from .lab import Lab, Link, Session, Size, open_lab
 from .measure import Measurement, measure
 from .results import measurements_frame, md_table, quantity, results_frame, summarize
 
-__all__ = ["Lab", "LabError", "Link", "Measurement", "Session", "md_table", "measure", "measurements_frame", "open_lab", "quantity",
+__all__ = ["Lab", "LabError", "Link", "Measurement", "Session", "Size", "md_table", "measure", "measurements_frame", "open_lab", "quantity",
            "results_frame", "summarize"]

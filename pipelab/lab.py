@@ -11,6 +11,7 @@ import os
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import redis
 
@@ -105,6 +106,13 @@ class Session:
         self.stop()
 
 
+class Size(NamedTuple):
+    """A parameter's value in the book (full) and in the tests' quick run, declared once per chapter."""
+
+    full: object
+    quick: object
+
+
 @dataclass(frozen=True)
 class Link:
     """A way to reach Redis with a given injected RTT (0: straight to Redis on loopback)."""
@@ -156,8 +164,10 @@ class Lab:
         self._cluster: Cluster | None = None
 
     # --- sizes and connections -------------------------------------------------------------
-    def size(self, full: int, quick: int) -> int:
-        """The full size for the book, the small one for tests (quick mode)."""
+    def size(self, full, quick=None):
+        """The full size for the book, the small one for tests (quick mode); `full` may be a Size."""
+        if isinstance(full, Size):
+            full, quick = full
         return quick if self.quick else full
 
     def client(self, **kwargs) -> redis.Redis:

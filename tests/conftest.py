@@ -80,7 +80,7 @@ def jdk():
 
 
 @pytest.fixture(scope="session")
-def executed_notebooks(session, jdk):
+def executed_notebooks(session, jdk, isolated_build):
     """Every chapter notebook, executed once in quick mode against the session's Redis: {"01": nb, ...}."""
     import nbformat
 

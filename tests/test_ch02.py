@@ -1,9 +1,14 @@
 """Chapter 2: the observation tools on a real server, then the notebook's claims in quick mode."""
 from __future__ import annotations
 
-from pipelab import observe, results
+import matplotlib
+import pytest
+
+from pipelab import Measurement, observe, results
 from pipelab.chapters import ch02
 from tests.conftest import unavailable
+
+matplotlib.use("Agg")
 
 STRACE_SAMPLE = """\
 % time     seconds  usecs/call     calls    errors syscall
@@ -81,3 +86,64 @@ def test_notebook_claims_hold(executed_notebooks):
         "the reply buffer of one 100k pipeline exceeds that of 10k batches"
     depth = results.load("ch02/depth")["summary"]
     assert depth["redispy_gain"]["value"] > 1 and depth["jedis_gain"]["value"] > 1
+
+
+def m(label, ops, seconds, **params):
+    return Measurement(label, ops, [seconds * 0.9, seconds, seconds * 1.1], params)
+
+
+def test_java_runs_the_chapters_depths_and_the_comparison_depth():
+    assert ch02.java_depths([1, 4, 16]) == [1, 4, 16, 1_000]
+    assert ch02.java_depths([1, 1_000, 4_096]) == [1, 1_000, 4_096]
+
+
+def test_gain_is_the_best_rate_over_the_smallest_depths_rate():
+    runs = {1: m("d1", 100, 1.0), 16: m("d16", 100, 0.05), 256: m("d256", 100, 0.08)}
+    assert ch02.gain(runs) == pytest.approx(20.0)
+
+
+def test_the_depth_summary_compares_jedis_with_redis_benchmark_at_1000():
+    py = {1: m("py1", 100, 1.0), 4: m("py4", 100, 0.2)}
+    cpu = {1: {"client": 0.5, "server": 0.2}, 4: {"client": 0.9, "server": 0.6}}
+    jedis = {1: m("j1", 100, 0.5), 1_000: m("j1000", 100, 0.01)}
+    bench = {1: m("b1", 100, 0.4), 1_000: m("b1000", 100, 0.005)}
+    s = ch02.depth_summary(py, cpu, jedis, bench, {1: 0.3, 1_000: 0.95})
+    assert s["redispy_gain"]["value"] == pytest.approx(5.0)
+    assert s["redispy_client_cpu_at_peak"]["value"] == pytest.approx(90)
+    assert s["jedis_share_of_benchmark_at_1000"]["value"] == pytest.approx(50)
+    assert s["benchmark_server_cpu_at_1000"]["value"] == pytest.approx(95)
+    assert s["depths"]["text"] == "1, 4"
+    without = ch02.depth_summary(py, cpu, jedis, {}, {})
+    assert without["benchmark_gain"]["value"] is None and without["jedis_share_of_benchmark_at_1000"]["value"] is None
+
+
+def test_the_syscall_and_raw_summaries_read_the_right_rows():
+    per_command = {1: {"reads": 1.0, "writes": 1.0, "n": 10}, 1_000: {"reads": 0.004, "writes": 0.002, "n": 10}}
+    s = ch02.syscalls_summary(per_command, {})
+    assert s["commands_per_read_depth1000"]["value"] == pytest.approx(250)
+    assert s["strace_client_sends_depth1"]["value"] is None
+    rows = {d: {"server read": 1 / d, "server write": 1 / d, "server epoll_wait": 1 / d, "client sendto": 1.0,
+                "client recvfrom": 1.0} for d in ch02.STRACE_DEPTHS}
+    assert "| server read | 1.000 | 0.0010 |" in ch02.strace_table(rows)
+    runs = {"one write": m("a", 10, 0.01), "many writes": m("b", 10, 0.03), "round trips": m("c", 10, 0.5)}
+    raw = ch02.raw_summary(runs, {"one write": 0.01, "many writes": 0.2, "round trips": 1.0})
+    assert raw["raw_many_vs_one"]["value"] == pytest.approx(3) and raw["raw_trips_vs_one"]["value"] == pytest.approx(50)
+
+
+def test_the_batches_summary_takes_the_largest_job_and_100k():
+    peak = lambda mem: {"omem": mem, "tot_mem": mem * 2, "used_memory": mem}  # noqa: E731
+    rows = {(s, mode): (m(f"{s} {mode}", s, s / 1e6), peak(s if mode == "one pipeline" else 1_000))
+            for s in (1_000, 100_000, 1_000_000) for mode in ("one pipeline", "10k batches")}
+    s = ch02.batches_summary(rows)
+    assert s["largest_job"]["value"] == 1_000_000 and s["memory_ratio"]["value"] == pytest.approx(1_000)
+    assert s["peak_omem_100k_one"]["value"] == 100_000 and s["time_ratio"]["value"] == pytest.approx(1.0)
+    assert ch02.batches_params(rows)["sizes"] == [1_000, 100_000, 1_000_000]
+
+
+def test_the_busy_loop_summary_gives_percentiles_in_microseconds():
+    latencies = {"one by one": [50e-6] * 99 + [500e-6], "pipelined x100": [1e-6] * 100}
+    switches = {"one by one": {"client": 1.0, "server": 1.0}, "pipelined x100": {"client": 0.01, "server": None}}
+    s = ch02.busy_loop_summary(latencies, switches)
+    assert s["p50_one_by_one_us"]["value"] == pytest.approx(50) and s["p99_one_by_one_us"]["value"] > 50
+    assert s["p50_pipelined_us"]["value"] == pytest.approx(1) and s["ctx_server_pipelined"]["value"] is None
+    assert len(ch02.busy_loop_plot(latencies).axes[0].patches) > 0

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelab import results
+from pipelab import Measurement, results
+from pipelab.chapters import ch03
 from tests.conftest import unavailable
 
 
@@ -49,3 +50,43 @@ def test_littles_law_at_1ms_rtt(executed_notebooks, session):
     # The shared connection keeps every waiting thread's command in flight, so it passes the pool's ceiling;
     # compared with the pool measured in the same run, as both share the run's CPU and proxy.
     assert lettuce > 1.25 * pool8, f"one shared connection with 50 threads: {lettuce} ops/ms, JedisPool(8): {pool8}"
+
+
+def fake(client, mode, ops, seconds):
+    return Measurement(f"{client} {mode}", ops, [seconds * 0.9, seconds, seconds * 1.2], {"client": client, "mode": mode})
+
+
+def fake_runs(n=1000):
+    modes = {("redis-py", "one_by_one"): 1.0, ("redis-py", "pipeline"): 0.1, ("redis-py", "transaction"): 0.15,
+             ("redis-py", "pipeline_pure_python_parser"): 0.3, ("Jedis", "one_by_one"): 0.8, ("Jedis", "pipeline"): 0.02,
+             ("Redisson", "one_by_one"): 0.9, ("Redisson", "rbatch_in_memory"): 0.06}
+    runs = {key: fake(*key, n, s) for key, s in modes.items()}
+    runs[("Lettuce", "shared_conn_wait")] = fake("Lettuce", "shared_conn_wait", 1, 0.05)  # a demonstration
+    wire = {key: {"sadd": 3 * n, "multi": 3, "exec": 3, "unlink": 9, "_reads": 12} for key in runs}
+    return runs, wire
+
+
+def test_the_sadd_table_has_one_row_per_mode_from_the_frame_and_leaves_demonstrations_out():
+    runs, wire = fake_runs()
+    table = ch03.sadd_table(runs, wire, 3, 1000)
+    assert table.count("\n") == 2 + 8 - 1  # header, rule, eight modes
+    assert "| Jedis | pipeline | 20.0 ms | 20.00 µs | 18.0–24.0 ms | sadd 1,000 · multi 1 · exec 1 |" in table
+    assert "shared_conn_wait" not in table
+
+
+def test_the_sadd_summary_finds_each_clients_best_mode_and_the_ratios():
+    runs, wire = fake_runs()
+    s = ch03.sadd_summary((runs, wire, 1000), ({}, {}, 300), 3)
+    assert s["jedis_best_mode"]["text"] == "pipeline" and s["jedis_speedup"]["value"] == pytest.approx(40)
+    assert s["redisson_vs_jedis"]["value"] == pytest.approx(3)
+    assert s["redispy_transaction_vs_pipeline"]["value"] == pytest.approx(1.5)
+    assert "jedis_speedup_rtt" not in s
+
+
+def test_little_bounds_and_the_jmh_table_beside_the_published_one():
+    assert ch03.in_flight("jedis_pool_8", 50) == 8 and ch03.in_flight("lettuce_shared", 50) == 50
+    jmh = {(0, "jedis_pool_8", 10): {"ops_per_ms": 60.0, "error": 2.0}, (1, "jedis_pool_8", 10): {"ops_per_ms": 7.9}}
+    table = ch03.jmh_table(jmh)
+    assert "| jedis_pool_8 | 10 | 61.417 | 60.0 ± 2.0 | 7.9 | 8 |" in table
+    assert ch03.jmh_summary(jmh, "")["pool8_10_loopback"]["value"] == 60.0
+    assert ch03.PUBLISHED["jmh_lettuce_shared_50"].value == 369.844

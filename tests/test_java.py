@@ -10,7 +10,7 @@ ALIASES = sorted(jbang.catalog_aliases())
 EXAMPLES = [a for a in ALIASES if not a.startswith("ex")]  # the course's exercises: tests/test_course.py
 # Arguments after host and port for a quick run; None: the chapter's notebook test runs it (JMH takes
 # ~30 s; ch04-drop needs the proxy and its API; chapter 5's examples need the notebook's cluster).
-QUICK_ARGS = {"ch01-ping": (300, 3), "ch01-sadd": (300, 2), "ch02-depth": (2000, 2),
+QUICK_ARGS = {"ch01-ping": (300, 3), "ch01-sadd": (300, 2), "ch02-depth": (2000, 2, 1, "1,16,1000"),
               "ch03-jedis": (1000, 2), "ch03-lettuce": (1000, 2), "ch03-spring": (1000, 2),
               "ch03-redisson": (1000, 2), "ch03-jmh": None, "ch04-lrem": (100_000, 2), "ch04-errors": (1, 2),
               "ch04-timeout": (200_000, 1), "ch04-drop": None, "ch05-sadd": None, "ch05-moved": None}
@@ -90,8 +90,8 @@ def test_every_alias_has_a_quick_run():
 def test_example_runs_quick_and_shows_its_direction(alias, jdk, lab):
     if QUICK_ARGS[alias] is None:
         pytest.skip(f"{alias} runs in its chapter's notebook test")
-    size, repeat = QUICK_ARGS[alias]
-    run = lab.java(alias, size, repeat)
+    size, repeat, *rest = QUICK_ARGS[alias]
+    run = lab.java(alias, size, repeat, *rest)
     assert run.data["example"] == alias and run.data["size"] == size
     assert run.clients and all(run.clients.values()), "each example reports its client versions"
     measurements = run.measurements()
@@ -102,6 +102,13 @@ def test_example_runs_quick_and_shows_its_direction(alias, jdk, lab):
         pipelining_wins(alias, measurements)
     with lab.client() as client:
         assert client.dbsize() == 0, "the example left keys behind"
+
+
+def test_the_depth_example_runs_the_depths_it_is_given_and_refuses_a_bad_list(jdk, lab):
+    run = lab.java("ch02-depth", 500, 1, 0, "3,7")
+    assert sorted(run.measurements()) == ["depth_3", "depth_7"]
+    with pytest.raises(LabError, match="depths must be a comma-separated list"):
+        lab.java("ch02-depth", 500, 1, 0, "1,two")
 
 
 def test_example_refuses_a_database_with_foreign_keys(jdk, lab, foreign_key):

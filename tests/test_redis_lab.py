@@ -1,12 +1,10 @@
-"""The embedded Redis, the safety rules and the chapter's loopback claims, on a real redis-server."""
+"""The embedded Redis and the safety rules, on a real redis-server."""
 from __future__ import annotations
 
 import socket
 
 import pytest
-import redis
 
-from pipelab.chapters import ch01
 from pipelab.errors import LabError
 from pipelab.lab import Session
 from pipelab.server import EmbeddedRedis, check_ownership, delete_lab_keys, free_port, port_is_free
@@ -56,36 +54,6 @@ def test_redis_url_to_nowhere_is_one_sentence(monkeypatch):
     monkeypatch.setenv("REDIS_URL", f"redis://127.0.0.1:{free_port()}/0")
     with pytest.raises(LabError, match="Cannot reach Redis"):
         Session(with_proxy=False).start()
-
-
-def test_three_pings_in_one_write_get_three_pongs(lab):
-    request, replies = ch01.three_pings(lab.endpoint.host, lab.endpoint.port)
-    assert request == b"*1\r\n$4\r\nPING\r\n" * 3
-    assert replies == [b"+PONG"] * 3
-    assert ch01.inline_ping(lab.endpoint.host, lab.endpoint.port) == b"+PONG"
-
-
-def _commands(client: redis.Redis) -> int:
-    return client.info("stats")["total_commands_processed"]
-
-
-def test_the_workloads_send_exactly_their_commands(lab):
-    r = lab.client()
-    before = _commands(r)
-    ch01.ping_pipelined(r, 500)
-    assert _commands(r) - before == 500 + 1  # the INFO we asked with counts once
-    keys = ch01.sadd_keys(300)
-    ch01.sadd_pipelined(r, keys)
-    assert r.exists(*keys) == 300 and all(k.startswith("pipelab:") for k in keys)
-    ch01.delete_keys(r, keys)
-    assert r.exists(*keys) == 0
-
-
-def test_pipelined_10k_pings_are_at_least_3x_faster_on_loopback(lab):
-    r = lab.client()
-    one = lab.measure("one", lambda: ch01.ping_one_by_one(r, 10_000), ops=10_000, repeat=3)
-    piped = lab.measure("piped", lambda: ch01.ping_pipelined(r, 10_000), ops=10_000, repeat=3)
-    assert one.median / piped.median >= 3, f"{one} vs {piped}"
 
 
 def test_asking_for_rtt_without_toxiproxy_is_one_sentence(session):

@@ -46,6 +46,7 @@ public class PingBench {
         report.finish();
     }
 
+    // --8<-- [start:ping]
     /** N round trips: ping() blocks until its PONG is back. */
     static void pingOneByOne(Jedis jedis, int size) {
         for (int i = 0; i < size; i++) {
@@ -82,4 +83,5 @@ public class PingBench {
     private static CommandObject<String> ping() {
         return new CommandObject<>(new CommandArguments(Protocol.Command.PING), BuilderFactory.STRING);
     }
+    // --8<-- [end:ping]
 }

@@ -65,6 +65,7 @@ public class SaddBench {
         report.finish();
     }
 
+    // --8<-- [start:sadd]
     /** N round trips: each sadd() waits for its reply (1 = member added) before the next. */
     static long saddOneByOne(Jedis jedis, List<String> keys) {
         return SaddWorkload.jedisOneByOne(jedis, keys);
@@ -79,4 +80,5 @@ public class SaddBench {
     static long saddBatch(RedissonClient redisson, List<String> keys) {
         return RedissonSupport.added(RedissonSupport.saddBatch(redisson.createBatch(), keys, SaddWorkload.MEMBER));
     }
+    // --8<-- [end:sadd]
 }

@@ -13,14 +13,17 @@
 // commands, until the CPU of the client or of the server is the limit. Each depth's line
 // shows the client's CPU time beside the wall time, to tell those limits apart.
 //
-//   jbang ch02-depth [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 200000 5 1)
+//   jbang ch02-depth [host] [port] [size] [repeat] [warmup] depths
+//   e.g. jbang ch02-depth 127.0.0.1 16379 200000 5 1 1,4,16,64,256,1000,4096
 //
 // size is the commands per sample; at small depths a sample is capped at
 // MAX_ROUND_TRIPS batches so that depth 1 does not take minutes (see commandsPerSample).
+// depths is a comma-separated list: chapter 2's notebook passes the one the chapter declares
+// (pipelab/chapters/ch02.py), so the Java side keeps no list of its own.
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
-import java.util.TreeSet;
 
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.Pipeline;
@@ -32,8 +35,8 @@ public class DepthBench {
     static final String KEY = LabSupport.key("ch02", "set");
     static final String VALUE = "xxx"; // 3 bytes, redis-benchmark's default SET payload size
 
-    /** Powers of two from 1 to 4096, and 1000: the depth the chapter compares with redis-benchmark. */
-    static final List<Integer> DEPTHS = depths();
+    /** The depths to run, in the order given (the sixth argument). */
+    static List<Integer> depths = List.of();
 
     /**
      * Round trips per sample at most: 10,000 at 50-100 µs each keep a sample at the small
@@ -54,25 +57,50 @@ public class DepthBench {
     static final int GLOBAL_WARMUP_DEPTH = 1000;
 
     public static void main(String[] args) {
+        if (args.length == 6) {
+            depths = parseDepths(args[5]);
+            args = Arrays.copyOf(args, 5);
+        }
         LabSupport.run("ch02-depth", args, 200_000, 5, DepthBench::bench);
+    }
+
+    /** "1,4,16" → [1, 4, 16]; anything else stops with exit code 2 and the usage. */
+    static List<Integer> parseDepths(String text) {
+        List<Integer> out = new ArrayList<>();
+        try {
+            for (String part : text.split(",")) {
+                int depth = Integer.parseInt(part.trim().replace("_", ""));
+                if (depth < 1 || depth > 1_000_000) {
+                    throw new NumberFormatException(part);
+                }
+                out.add(depth);
+            }
+        } catch (NumberFormatException e) {
+            throw new LabSupport.Stop(2, "ch02-depth: depths must be a comma-separated list of whole numbers from 1 "
+                    + "to 1,000,000, not '" + text + "'.");
+        }
+        return List.copyOf(out);
     }
 
     static void bench(LabSupport.Settings s) throws Exception {
         LabSupport.Report report = new LabSupport.Report(s)
                 .client("jedis", LabSupport.versionOf(Jedis.class, "redis.clients", "jedis", "8.0.2"));
 
+        if (depths.isEmpty()) {
+            throw new LabSupport.Stop(2, "ch02-depth: give the depths after the five usual arguments, e.g. "
+                    + "jbang ch02-depth 127.0.0.1 16379 200000 5 1 1,16,256,1000,4096.");
+        }
         try (Jedis jedis = LabSupport.connect(s)) {
             // Before anything is written: the database must hold nothing but lab keys.
             LabSupport.requireLabOnly(jedis, s);
             try {
-                report.header("SET " + KEY + " " + VALUE + " in batches of " + DEPTHS.get(0) + ".."
-                        + DEPTHS.get(DEPTHS.size() - 1) + " commands, one connection");
+                report.header("SET " + KEY + " " + VALUE + " in batches of " + depths + " commands, one connection");
                 // warmup 0 asks for cold numbers; then there is no global pass either.
                 if (s.warmup() > 0) {
                     setInBatches(jedis, GLOBAL_WARMUP_SETS, GLOBAL_WARMUP_DEPTH);
                 }
                 LabSupport.Step verify = () -> verify(jedis);
-                for (int depth : DEPTHS) {
+                for (int depth : depths) {
                     int count = commandsPerSample(s.size(), depth);
                     report.add("depth_" + depth, "depth " + depth, "SETs", count,
                             LabSupport.measure(s, null, () -> setInBatches(jedis, count, depth), verify));
@@ -85,19 +113,12 @@ public class DepthBench {
         report.finish();
     }
 
-    private static List<Integer> depths() {
-        TreeSet<Integer> depths = new TreeSet<>(List.of(1000));
-        for (int depth = 1; depth <= 4096; depth *= 2) {
-            depths.add(depth);
-        }
-        return List.copyOf(depths); // ascending
-    }
-
     /** `size`, unless that would take more than MAX_ROUND_TRIPS batches of `depth`. */
     static int commandsPerSample(int size, int depth) {
         return (int) Math.min(size, (long) MAX_ROUND_TRIPS * depth);
     }
 
+    // --8<-- [start:batches]
     /**
      * `count` SETs, `depth` at a time: queue a batch on the pipeline, sync() to flush it and
      * read its replies, check them, repeat; the last batch takes what is left. Depth 1 is one
@@ -132,6 +153,7 @@ public class DepthBench {
             }
         }
     }
+    // --8<-- [end:batches]
 
     /** Outside the timed region: the key holds what every SET wrote. */
     static void verify(Jedis jedis) {

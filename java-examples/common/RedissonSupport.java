@@ -18,6 +18,7 @@ final class RedissonSupport {
     private RedissonSupport() {
     }
 
+    // --8<-- [start:redisson]
     /** N round trips: RSet#add is addAsync plus a wait for its future; true when the member was added. */
     static long saddOneByOne(RedissonClient redisson, List<String> keys, String member) {
         long added = 0;
@@ -47,6 +48,7 @@ final class RedissonSupport {
         }
         return added;
     }
+    // --8<-- [end:redisson]
 
     /**
      * Redisson's defaults, with one exception: its default codec (Kryo) would store a

@@ -32,6 +32,7 @@ final class SaddWorkload {
     private SaddWorkload() {
     }
 
+    // --8<-- [start:jedis]
     /** N round trips with any Jedis client (Jedis, RedisClient, RedisClusterClient): each sadd() waits for its reply. */
     static long jedisOneByOne(JedisCommands jedis, List<String> keys) {
         long added = 0;
@@ -60,6 +61,7 @@ final class SaddWorkload {
         }
         return added;
     }
+    // --8<-- [end:jedis]
 
     /**
      * Outside the timed region: every key must now exist (EXISTS, a thousand keys per call),

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import socket
 
+import hiredis
+import matplotlib.pyplot as plt
 import redis
 
+from .. import plots
+from ..lab import Size
 from ..resp import encode, read_replies
+from ..results import quantity
 from .claims import Claim, Published, derived
 
 
@@ -67,6 +72,250 @@ def inline_ping(host: str, port: int) -> bytes:
     with socket.create_connection((host, port), timeout=5) as sock:
         sock.sendall(b"PING\r\n")
         return read_replies(sock, 1)[0]
+
+
+# --8<-- [start:handshake]
+def handshake_pipelined(host: str, port: int, handshake: list[str], pings: int = 3) -> list:
+    # The handshake and the work in one write, as `printf "AUTH pw\r\nPING\r\n" | nc` sends
+    # them: the server runs them in order, so every PING meets whatever the handshake left.
+    request = encode(*handshake) + encode("PING") * pings
+    reader = hiredis.Reader()  # a RESP2/RESP3 parser; error replies come back as values, not raised
+    replies: list = []
+    with socket.create_connection((host, port), timeout=5) as sock:
+        sock.sendall(request)
+        while len(replies) < 1 + pings:
+            chunk = sock.recv(4096)
+            if not chunk:
+                raise ConnectionError("server closed the connection")
+            reader.feed(chunk)
+            while (reply := reader.gets()) is not False:
+                replies.append(reply)
+    return replies
+# --8<-- [end:handshake]
+
+
+HANDSHAKE_PINGS = 3
+
+
+def reply_text(reply) -> str:
+    """One reply as the chapter prints it: an error's message, a map's size and protocol, or the text."""
+    if isinstance(reply, hiredis.ReplyError):
+        return f"-{reply}"
+    if isinstance(reply, dict):
+        fields = {k.decode(): v.decode() if isinstance(v, bytes) else v for k, v in reply.items()}
+        return f"a map of {len(fields)} fields (proto {fields.get('proto')}, version {fields.get('version')})"
+    return f"+{reply.decode()}" if isinstance(reply, bytes) else str(reply)
+
+
+def measure_handshakes(server, password: str) -> dict:
+    """Every handshake the chapter shows, against a password-protected `server`: {name: replies}."""
+    host, port = server.endpoint.host, server.endpoint.port
+    plans = {"auth": ["AUTH", password], "wrong_auth": ["AUTH", "wrong-" + password],
+             "hello": ["HELLO", "3", "AUTH", "default", password],
+             "wrong_hello": ["HELLO", "3", "AUTH", "default", "wrong-" + password]}
+    return {name: [reply_text(r) for r in handshake_pipelined(host, port, plan, HANDSHAKE_PINGS)]
+            for name, plan in plans.items()}
+
+
+def handshake_summary(replies: dict) -> dict:
+    """The handshake's reply and what the PINGs behind it got, per handshake."""
+    out = {}
+    for name, (first, *pings) in replies.items():
+        distinct = sorted(set(pings))
+        out[f"{name}_reply"] = quantity(0, "count", first)
+        out[f"{name}_pings"] = quantity(0, "count", "; ".join(f"{pings.count(d)} × {d}" for d in distinct))
+        out[f"{name}_pongs"] = quantity(pings.count("+PONG"), "count")
+    return out
+
+
+
+# --- the chapter's parameters, declared once (the notebook passes them to the Java examples) ---
+
+N_PING = Size(full=10_000, quick=500)
+N_SADD = Size(full=100_000, quick=1_000)
+REPEAT = Size(full=5, quick=3)
+SADD_REPEAT = Size(full=3, quick=2)
+RTTS_MS = Size(full=[0, 0.5, 1, 2, 5], quick=[0, 1, 5])
+SLOW_RTT_MS = 250  # redis.io's slow link
+SLOW_PINGS = Size(full=4, quick=2)  # each single PING takes a quarter of a second
+SWEEP_DEPTH = 1_000
+SWEEP_SAMPLE_S = 0.3  # how long one sample of single PINGs should last
+SWEEP_BATCHES = 3
+
+
+def relabel(java: dict, labels: dict) -> list:
+    """A Java run's measurements by mode, under the labels the chapter prints, in that order."""
+    out = []
+    for mode, label in labels.items():
+        java[mode].label = label
+        out.append(java[mode])
+    return out
+
+
+# --- 10,000 PINGs ----------------------------------------------------------------------------
+
+def measure_pings(lab, n: int, repeat: int) -> list:
+    r = lab.client()
+    runs = [lab.measure("redis-py one by one", lambda: ping_one_by_one(r, n), ops=n, repeat=repeat),
+            lab.measure("redis-py pipelined", lambda: ping_pipelined(r, n), ops=n, repeat=repeat)]
+    r.close()
+    java = lab.java("ch01-ping", n, repeat).measurements()
+    return runs + relabel(java, {"jedis_one_by_one": "Jedis one by one", "jedis_pipelined": "Jedis pipelined"})
+
+
+def ping_summary(runs: list) -> dict:
+    py_one, py_pipe, jedis_one, jedis_pipe = runs
+    return {"python_unpipelined_s": quantity(py_one.median, "s"),
+            "python_pipelined_s": quantity(py_pipe.median, "s"),
+            "python_speedup": quantity(py_one.median / py_pipe.median, "x"),
+            "jedis_unpipelined_s": quantity(jedis_one.median, "s"),
+            "jedis_pipelined_s": quantity(jedis_pipe.median, "s"),
+            "jedis_speedup": quantity(jedis_one.median / jedis_pipe.median, "x")}
+
+
+def ping_plot(runs: list, n: int):
+    fig, ax = plt.subplots()
+    plots.bars_with_spread(ax, runs, unit=1e3, ylabel="milliseconds for all PINGs",
+                           colors=[plots.COLORS["one by one"], plots.COLORS["pipelined"]] * 2)
+    ax.set_title(f"{n:,} PINGs on loopback: median, whiskers min-max of {len(runs[0].samples)} runs")
+    return fig
+
+
+def ping_alt(n: int) -> str:
+    return f"Bar chart: time for {n:,} PINGs one by one and pipelined, redis-py and Jedis"
+
+
+# --- 100,000 SADD ----------------------------------------------------------------------------
+
+def measure_sadd(lab, n: int, repeat: int) -> list:
+    r = lab.client()
+    keys = sadd_keys(n)
+    reset = lambda: delete_keys(r, keys)  # noqa: E731  (each repetition starts from empty sets)
+    py_one = lab.measure("redis-py one by one", lambda: sadd_one_by_one(r, keys), ops=n, repeat=repeat, setup=reset)
+    py_pipe = lab.measure("redis-py pipeline", lambda: sadd_pipelined(r, keys), ops=n, repeat=repeat, setup=reset)
+    reset()
+    r.close()
+    java = lab.java("ch01-sadd", n, repeat).measurements()
+    return relabel(java, {"jedis_one_by_one": "Jedis one by one", "jedis_pipeline": "Jedis Pipeline",
+                          "redisson_rbatch": "Redisson RBatch"}) + [py_one, py_pipe]
+
+
+def sadd_summary(runs: list) -> dict:
+    j_one, j_pipe, rbatch, py_one, py_pipe = runs
+    return {"jedis_one_by_one_ms": quantity(j_one.median * 1e3, "ms"),
+            "jedis_pipeline_ms": quantity(j_pipe.median * 1e3, "ms"),
+            "redisson_rbatch_ms": quantity(rbatch.median * 1e3, "ms"),
+            "redispy_one_by_one_ms": quantity(py_one.median * 1e3, "ms"),
+            "redispy_pipeline_ms": quantity(py_pipe.median * 1e3, "ms"),
+            "jedis_speedup": quantity(j_one.median / j_pipe.median, "x"),
+            "per_command_us": quantity(j_one.per_op_us, "us")}
+
+
+def sadd_plot(runs: list, n: int):
+    fig, ax = plt.subplots()
+    one, piped, other = plots.COLORS["one by one"], plots.COLORS["pipelined"], plots.COLORS["other"]
+    plots.bars_with_spread(ax, runs, unit=1e3, ylabel="milliseconds for all SADDs",
+                           colors=[one, piped, other, one, piped])
+    ax.set_title(f"{n:,} SADD on loopback: median, whiskers min-max of {len(runs[0].samples)} runs")
+    ax.tick_params(axis="x", labelrotation=15)
+    return fig
+
+
+def sadd_alt(n: int) -> str:
+    return f"Bar chart: time for {n:,} SADD with Jedis one by one, Jedis Pipeline, Redisson RBatch and redis-py"
+
+
+# --- throughput against round-trip time ------------------------------------------------------
+
+def sweep_point(lab, link, repeat: int) -> tuple:
+    """Single PINGs and pipelines of SWEEP_DEPTH over one link; each single sample lasts about SWEEP_SAMPLE_S."""
+    c = link.client()
+    per_op = 1e-4 + link.rtt_ms / 1e3  # a guess at one round trip, to size the sample
+    n_single = max(3, min(2_000, int(SWEEP_SAMPLE_S / per_op)))
+    tags = {"rtt_ms": link.rtt_ms, "via_proxy": link.via_proxy}
+    single = lab.measure(f"single @ {link.rtt_ms} ms", lambda: ping_one_by_one(c, n_single), ops=n_single,
+                         repeat=repeat, mode="single", **tags)
+    piped = lab.measure(f"pipelined @ {link.rtt_ms} ms",
+                        lambda: [ping_pipelined(c, SWEEP_DEPTH) for _ in range(SWEEP_BATCHES)],
+                        ops=SWEEP_DEPTH * SWEEP_BATCHES, repeat=repeat, mode="pipelined", depth=SWEEP_DEPTH, **tags)
+    c.close()
+    return single, piped
+
+
+def measure_sweep(lab, rtts: list, repeat: int) -> tuple[dict, object]:
+    """{rtt: (single, pipelined)} for each RTT toxiproxy can inject, and the bare proxy hop's single PINGs."""
+    points = {}
+    for rtt in rtts:
+        if rtt and not lab.rtt_available:
+            print(f"No RTT injection, measuring loopback only: {lab.proxy_note}")
+            break
+        with lab.rtt(rtt) as link:
+            points[rtt] = sweep_point(lab, link, repeat)
+    through_proxy = None
+    if lab.rtt_available:
+        with lab.proxied() as link:
+            through_proxy, _ = sweep_point(lab, link, repeat)
+    return points, through_proxy
+
+
+def measure_slow_link(lab, n: int):
+    """Single PINGs and one pipeline at SLOW_RTT_MS; the untimed warm-up also pays for the handshake."""
+    if not lab.rtt_available:
+        return None
+    with lab.rtt(SLOW_RTT_MS) as link:
+        c = link.client()
+        single = lab.measure(f"single @ {SLOW_RTT_MS} ms", lambda: ping_one_by_one(c, n), ops=n, repeat=2,
+                             rtt_ms=SLOW_RTT_MS, mode="single")
+        piped = lab.measure(f"pipelined @ {SLOW_RTT_MS} ms", lambda: ping_pipelined(c, SWEEP_DEPTH), ops=SWEEP_DEPTH,
+                            repeat=2, rtt_ms=SLOW_RTT_MS, mode="pipelined", depth=SWEEP_DEPTH)
+        c.close()
+    return single, piped
+
+
+def sweep_plot(points: dict):
+    rtts = sorted(points)
+    fig, ax = plt.subplots()
+    ax.plot(rtts, [points[t][0].ops_per_s for t in rtts], "o-", color=plots.COLORS["one by one"],
+            label="single commands (one RTT each)")
+    ax.plot(rtts, [points[t][1].ops_per_s for t in rtts], "s-", color=plots.COLORS["pipelined"],
+            label=f"pipelines of {SWEEP_DEPTH:,}")
+    bound_x = [t for t in rtts if t > 0]
+    if bound_x:
+        ax.plot(bound_x, [1e3 / t for t in bound_x], "--", color=plots.COLORS["bound"], label="1/RTT bound")
+    ax.set_xscale("symlog", linthresh=0.5)
+    ax.set_yscale("log")
+    ax.set_xticks(rtts)
+    ax.set_xticklabels([f"{t:g}" for t in rtts])
+    ax.set_xlabel("injected RTT, ms (0 = loopback, no proxy)")
+    ax.set_ylabel("PINGs per second (log)")
+    ax.set_title("Throughput against round-trip time")
+    ax.legend()
+    return fig
+
+
+SWEEP_ALT = ("Line chart, log scale: PINGs per second against injected RTT, single commands following the 1/RTT "
+             "bound, pipelines of 1,000 far above")
+
+
+def sweep_summary(points: dict, through_proxy, slow) -> dict:
+    rtts = sorted(points)
+    measured_rtt_ms = [points[t][0].per_op_us / 1e3 for t in rtts]
+    at_1ms = points[1][0].ops_per_s if 1 in points else None
+    return {"loopback_rtt_us": quantity(points[0][0].per_op_us, "us"),
+            "proxy_overhead_us": quantity(through_proxy.per_op_us - points[0][0].per_op_us
+                                          if through_proxy else None, "us"),
+            "single_ops_at_1ms": quantity(at_1ms, "ops/s"),
+            "bound_at_1ms": quantity(1e3 if 1 in points else None, "ops/s"),
+            "single_ops_at_250ms": quantity(slow[0].ops_per_s if slow else None, "ops/s"),
+            "pipelined_ops_at_250ms": quantity(slow[1].ops_per_s if slow else None, "ops/s"),
+            "rtts": quantity(measured_rtt_ms, "list",
+                             text=", ".join(f"{m:.2f} ms (set {t:g})" for t, m in zip(rtts, measured_rtt_ms)))}
+
+
+def sweep_runs(points: dict, through_proxy, slow) -> list:
+    """Every measurement of the sweep, in the order the results file keeps them."""
+    return ([m for pair in points.values() for m in pair] + (list(slow) if slow else [])
+            + ([through_proxy] if through_proxy else []))
 
 
 # --- what the sources published, and the figures that answer them ---------------------------

@@ -1,0 +1,63 @@
+"""The harness's layout holds: notebooks stay thin and import only the lab and their chapter, the lab
+core imports no chapter, and neither imports the book build or the course."""
+from __future__ import annotations
+
+import ast
+import json
+
+import pytest
+
+from pipelab.paths import REPO
+
+MAX_CELL_LINES = 25
+NOTEBOOKS = sorted((REPO / "notebooks").rglob("*.ipynb"))
+CORE = sorted(p for p in (REPO / "pipelab").glob("*.py") if p.name != "__main__.py")  # __main__: the command line
+CHAPTERS = sorted((REPO / "pipelab" / "chapters").glob("*.py"))
+
+
+def code_cells(path):
+    return ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+def imported(source: str, package: str = "") -> set[str]:
+    """Every module an `import` or `from ... import` names; relative ones resolved from `package`."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            base = ".".join(parts + ([node.module] if node.module else []))
+            names |= {base} | {f"{base}.{alias.name}" for alias in node.names}
+    return names
+
+
+def package_of(path) -> str:
+    return ".".join(path.relative_to(REPO).with_suffix("").parts[:-1])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.relative_to(REPO / "notebooks").as_posix())
+def test_notebook_cells_are_thin(path):
+    fat = [(i, len(src.splitlines())) for i, src in enumerate(code_cells(path)) if len(src.splitlines()) > MAX_CELL_LINES]
+    assert not fat, f"code cells over {MAX_CELL_LINES} lines (cell, lines): {fat}; move the code to the chapter module"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.relative_to(REPO / "notebooks").as_posix())
+def test_notebooks_never_import_the_book_build(path):
+    names = set().union(*(imported(src) for src in code_cells(path)))
+    assert not {n for n in names if n.startswith("pipelab.book")}, names
+
+
+@pytest.mark.parametrize("path", CORE + CHAPTERS, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_the_lab_and_the_chapters_import_neither_the_book_nor_the_course(path):
+    names = imported(path.read_text(), package_of(path))
+    assert not {n for n in names if n.startswith(("pipelab.book", "pipelab.course"))}, names
+    if path.parent.name == "pipelab":  # the lab core serves every chapter and knows none
+        assert not {n for n in names if n.startswith("pipelab.chapters")}, names
+
+
+def test_the_import_reader_resolves_relative_imports():
+    assert "pipelab.book.build" in imported("from ..book import build", "pipelab.chapters")
+    assert "pipelab.chapters.ch01" in imported("from . import ch01", "pipelab.chapters")
+    assert "pipelab.cluster.Cluster" in imported("from .cluster import Cluster", "pipelab")
+    assert package_of(REPO / "pipelab" / "chapters" / "ch02.py") == "pipelab.chapters"
