@@ -11,7 +11,7 @@ VENV := build/venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test lab serve site tools clean system-deps prefetch course
+.PHONY: book test lab serve site tools clean system-deps prefetch course lock
 
 # Debian tools the chapters use when they can have them: redis-benchmark (redis-tools) is the
 # server's own ceiling, strace counts system calls, docker-compose v1 checks docker-compose.yml
@@ -26,12 +26,21 @@ system-deps:
 	    || echo "make: could not install$$missing; the steps that need them will say so and skip."; \
 	fi
 
-$(STAMP): pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
-	  || { echo "make: the book needs Python 3.11 or newer as '$(PYTHON)'; install it, or run: make PYTHON=python3.12 $(MAKECMDGOALS)"; exit 1; }
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) \
+# Every Python package, transitive ones included, comes from uv.lock with its hashes. uv itself is
+# pinned and installed into build/uv by pip; it never downloads a Python (the reader's PYTHON is used).
+UV_VERSION := 0.13.9
+UV := build/uv/bin/uv
+UV_SYNC := UV_PROJECT_ENVIRONMENT=$(VENV) UV_PYTHON_DOWNLOADS=never $(UV) sync --frozen --quiet --python $(PYTHON)
+
+$(UV):
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11, 5))' 2>/dev/null \
+	  || { echo "make: the book needs Python 3.11.5 or newer as '$(PYTHON)'; install it, or run: make PYTHON=python3.12 $(MAKECMDGOALS)"; exit 1; }
+	@$(PYTHON) -m venv build/uv \
 	  || { echo "make: '$(PYTHON) -m venv' failed; install your distribution's venv package (e.g. apt-get install python3-venv)"; exit 1; }
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	build/uv/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+$(STAMP): pyproject.toml uv.lock | $(UV)
+	$(UV_SYNC) --extra test
 	@touch $@
 
 book: $(STAMP) system-deps
@@ -41,7 +50,7 @@ test: $(VENV)/.lab-installed system-deps  # the tests open `make lab`'s JupyterL
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 $(VENV)/.lab-installed: $(STAMP)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lab]'
+	$(UV_SYNC) --extra test --extra lab
 	@touch $@
 
 lab: $(VENV)/.lab-installed
@@ -61,6 +70,9 @@ site: $(STAMP)
 
 tools: $(STAMP)
 	$(BIN)/pipelab tools
+
+lock: $(UV)  # after changing a pin in pyproject.toml: resolve again and write uv.lock
+	UV_PYTHON_DOWNLOADS=never $(UV) lock --python $(PYTHON)
 
 clean:
 	rm -rf build/results build/notebooks build/site

@@ -70,6 +70,8 @@ def test_a_dropped_pipeline_applied_part_of_its_commands(ch04, session):
     assert scenarios["MULTI/EXEC, then retry"]["applied"] == n
     assert scenarios["replies lost, MULTI/EXEC, redis-py's own retry, blip"]["applied"] >= 2 * n
     assert scenarios["replies lost, MULTI/EXEC + marker, blip"]["applied"] == n
+    assert 0 < scenarios["SET (idempotent), cut, no retry"]["applied"] < n
+    assert scenarios["SET (idempotent), blind retry"]["applied"] == n, "a blind retry of SETs leaves one run's state"
 
 
 def test_blpop_holds_back_everything_behind_it(ch04):
@@ -121,3 +123,56 @@ def test_java_clients_under_the_same_cut(ch04, session):
     assert facts["transaction_applied"] == 0 and facts["transaction_retry_counter"] == n
     # Lettuce re-sends what got no reply: the futures look fine, the counter says otherwise.
     assert facts["lettuce_duplicates"] > 0 and facts["lettuce_counter"] > n, facts
+
+
+def lrem_rows():
+    rows = []
+    for length, lrem_us in ((1_000, 30.0), (100_000, 3_000.0)):
+        for way, usec in (("lrem", lrem_us), ("ltrim", 0.2)):
+            rows.append({"way": way, "length": length, "median_s": usec * chapter.P / 1e6 + 1e-4, "usec_per_call": usec,
+                         "server_cpu_pct": 90.0 if way == "lrem" else 20.0, "observed_wall_s": 0.1,
+                         "probe_worst_ms": usec / 10, "probe_median_ms": 0.1, "slowlog": 100 if usec > 1_000 else 0,
+                         "slowlog_max_us": usec})
+    return rows
+
+
+def test_the_lrem_summary_and_table_compare_the_smallest_and_largest_lists():
+    rows = lrem_rows()
+    s = chapter.lrem_summary(rows, 1_000, {"lrem_usec_per_call_100000": 2_900.0})
+    assert s["lrem_growth"]["value"] == pytest.approx(100) and s["ltrim_growth"]["value"] == pytest.approx(1)
+    assert s["length_growth"]["value"] == 100 and s["slowlog_lrem_largest"]["value"] == 100
+    assert s["java_lrem_usec_largest"]["value"] == 2_900.0 and s["java_ltrim_usec_largest"]["value"] is None
+    assert "| LREM | 100,000 |" in chapter.lrem_table(rows, 1_000)
+    assert len(chapter.lrem_plot(rows, {}).axes) == 2
+
+
+def test_the_rcw_summary_reads_each_mode_at_each_rtt():
+    modes = list(chapter.RCW_MODES)
+    rows = [{"mode": mode, "rtt_ms": rtt, "n": 10, "median_s": 0.1, "us_per_key": us * (1 + 10 * rtt),
+             "bytes_per_key": 100.0 - i} for rtt in (0, 1) for i, (mode, us) in enumerate(zip(modes, (300, 280, 200, 20, 15)))]
+    s = chapter.rcw_summary(rows)
+    assert s["evalsha_speedup"]["value"] == pytest.approx(20) and s["evalsha_us_rtt"]["value"] == pytest.approx(165)
+    assert s["evalsha_bytes"]["value"] == 96.0
+
+
+def test_the_error_and_drop_summaries_count_what_ran():
+    rows = [{"bad": bad, "transaction": tx, "raise_on_error": roe, "seen": "raises ResponseError: WRONGTYPE",
+             "later_ran": not (bad == "arity" and tx)} for bad in ("wrongtype", "arity") for tx in (False, True)
+            for roe in (True, False)]
+    facts = {"jedis_later_commands_ran": True, "lettuce_later_commands_ran": True, "jedis_results": "OK | x"}
+    s = chapter.errors_summary(rows, facts)
+    assert s["later_ran_everywhere"]["value"] == 3 and s["clients_checked"]["value"] == 3
+    assert s["redispy_arity_multi_later_ran"]["text"] == "no" and s["jedis_results"]["text"] == "OK | x"
+    drop = {"cut, no retry": {"outcome": "ConnectionError", "applied": 500, "connections": 1},
+            "blind retry": {"outcome": "returned", "applied": 2_500, "connections": 0}}
+    d = chapter.drop_summary(drop, 2_000, None)
+    assert d["cut_share"]["value"] == 25 and d["blind_retry_applied"]["value"] == 2_500
+    assert d["library_retry_outcome"]["text"] == "–" and d["jedis_cut_applied"]["value"] is None
+    assert "| cut, no retry | ConnectionError | 500 | 0.25 | 1 |" in chapter.drop_table(drop, 2_000)
+
+
+def test_the_blocking_summary_takes_the_longest_timeout_of_each_mode():
+    rows = [{"transaction": tx, "timeout_s": t, "elapsed_ms": t * 1e3 + 1, "before_ms": t * 1e3, "after_ms": t * 1e3,
+             "blpop_reply": "None"} for tx in (False, True) for t in (0.1, 0.2)]
+    s = chapter.blocking_summary(rows)
+    assert s["timeout_ms"]["value"] == pytest.approx(200) and s["pipeline_ms"]["value"] == pytest.approx(201)

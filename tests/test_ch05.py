@@ -5,7 +5,10 @@ import os
 
 import psutil
 import pytest
+from redis.cluster import key_slot
 
+from pipelab import Measurement
+from pipelab.chapters import ch05 as chapter
 from tests.conftest import saved
 
 
@@ -90,3 +93,39 @@ def test_java_clients_refuse_cross_slot_and_follow_or_not_a_moving_slot(ch05):
     assert facts["lettuce_moved_keys_written"] == n and facts["redisson_moved_keys_written"] == n
     assert facts["jedis_ask_keys_written"] < n <= facts["redisson_ask_keys_written"]
     assert facts["slot_back_on_owner"] is True
+
+
+def test_the_key_layouts_spread_as_the_cluster_spec_says():
+    layouts = chapter.key_layouts(3_000)
+    assert all(k.startswith(chapter.PREFIX) for keys in layouts.values() for k in keys)
+    slots = {name: {key_slot(k.encode()) for k in keys} for name, keys in layouts.items()}
+    assert len(slots["one tag for everything"]) == 1
+    assert len(slots[chapter.PER_USER]) == chapter.USERS and len(slots["no hash tag"]) > chapter.USERS
+
+
+def test_the_crossslot_summary_and_spread_table():
+    spread = {"no hash tag": {1: 340, 2: 330, 3: 330}, chapter.PER_USER: {1: 400, 2: 300, 3: 300},
+              "one tag for everything": {1: 1_000, 2: 0, 3: 0}}
+    slots_used = {"no hash tag": 900, chapter.PER_USER: 100, "one tag for everything": 1}
+    outcomes = {"cross-slot MULTI/EXEC on one master": "refused: CROSSSLOT", "cross-slot MSET on one master": "refused",
+                "hash-tagged MULTI/EXEC": "accepted: [True, True]",
+                "cross-slot transaction, redis-py RedisCluster": "refused by the client: RedisClusterException"}
+    s = chapter.crossslot_summary(outcomes, 0, spread, slots_used, {1: 5461, 2: 5462, 3: 5461}, n=1_000)
+    assert s["slots"]["value"] == 16384 and s["masters"]["value"] == 3 and s["tagged_tx"]["text"] == "accepted"
+    assert s["one_tag_share"]["value"] == 100 and s["per_user_share"]["value"] == 40
+    assert "| one tag for everything | 1 | 1,000 | 0 | 0 | 100% |" in chapter.spread_table(spread, slots_used, n=1_000)
+
+
+def test_the_sadd_summary_compares_the_cluster_with_one_server():
+    def m(client, where, mode, seconds):
+        return Measurement(f"{client}, {where}, {mode}", 1_000, [seconds], {"client": client, "where": where, "mode": mode})
+    runs = [m("redis-py", "one server", "one by one", 1.0), m("redis-py", "one server", "pipeline", 0.05),
+            m("redis-py", "cluster", "one by one", 1.2), m("redis-py", "cluster", "pipeline", 0.1),
+            m("jedis", "cluster", "one by one", 0.9), m("jedis", "cluster", "pipeline", 0.03)]
+    usage = {("redis-py", mode): {p: {"total_reads_processed": r, "total_connections_received": 1} for p in (1, 2, 3)}
+             for mode, r in (("one by one", 400), ("pipeline", 5))}
+    s = chapter.sadd_summary(runs, usage, 1_000, None)
+    assert s["cluster_speedup"]["value"] == pytest.approx(12) and s["cluster_vs_single_pipe"]["value"] == pytest.approx(2)
+    assert s["one_reads"]["value"] == 1_200 and s["pipe_conns"]["value"] == 3
+    assert s["jedis_best_mode"]["text"] == "pipeline" and s["jedis_speedup"]["value"] == pytest.approx(30)
+    assert "| jedis, cluster, pipeline | 30 ms | 30.0 |" in chapter.sadd_table(runs)

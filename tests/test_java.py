@@ -1,9 +1,13 @@
 """Every JBang catalog entry builds; each example runs in quick mode and its JSON tells the truth."""
 from __future__ import annotations
 
+import json
+import math
+
 import pytest
 
 from pipelab import jbang
+from pipelab.paths import REPO
 from pipelab.errors import LabError
 
 ALIASES = sorted(jbang.catalog_aliases())
@@ -12,7 +16,7 @@ EXAMPLES = [a for a in ALIASES if not a.startswith("ex")]  # the course's exerci
 # ~30 s; ch04-drop needs the proxy and its API; chapter 5's examples need the notebook's cluster).
 QUICK_ARGS = {"ch01-ping": (300, 3), "ch01-sadd": (300, 2), "ch02-depth": (2000, 2, 1, "1,16,1000"),
               "ch03-jedis": (1000, 2), "ch03-lettuce": (1000, 2), "ch03-spring": (1000, 2),
-              "ch03-redisson": (1000, 2), "ch03-jmh": None, "ch04-lrem": (100_000, 2), "ch04-errors": (1, 2),
+              "ch03-redisson": (1000, 2), "ch03-jmh": None, "ch04-lrem": (100_000, 2, 1, "1000,10000,100000", 100), "ch04-errors": (1, 2),
               "ch04-timeout": (200_000, 1), "ch04-drop": None, "ch05-sadd": None, "ch05-moved": None}
 
 
@@ -114,3 +118,27 @@ def test_the_depth_example_runs_the_depths_it_is_given_and_refuses_a_bad_list(jd
 def test_example_refuses_a_database_with_foreign_keys(jdk, lab, foreign_key):
     with pytest.raises(LabError, match="not the lab's"):
         lab.java("ch01-sadd", 10, 1)
+
+
+def test_the_result_line_escapes_what_json_must_escape(jdk, tmp_path):
+    """LabSupport writes its JSON with Gson: quotes, backslashes, newlines and control characters in keys
+    and texts reach Python intact, and a NaN stays a number Python reads."""
+    script = tmp_path / "EscapeCheck.java"
+    script.write_text(f"""//DEPS redis.clients:jedis:8.0.2
+//SOURCES {REPO / "java-examples" / "common" / "LabSupport.java"}
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+public class EscapeCheck {{
+    public static void main(String[] args) {{
+        Map<String, Object> facts = new LinkedHashMap<>();
+        facts.put("key \\" \\\\ \\n \\u0001", "text \\" \\\\ \\n \\u0001 <&>");
+        facts.put("nan", Double.NaN);
+        System.out.println(LabSupport.toJson(facts));
+    }}
+}}
+""")
+    line = jbang.jbang([str(script)], quiet=True).stdout.strip().splitlines()[-1]
+    parsed = json.loads(line)
+    assert parsed["key \" \\ \n \x01"] == "text \" \\ \n \x01 <&>"
+    assert math.isnan(parsed["nan"])

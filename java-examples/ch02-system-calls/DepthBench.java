@@ -22,7 +22,6 @@
 // (pipelab/chapters/ch02.py), so the Java side keeps no list of its own.
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 import redis.clients.jedis.Jedis;
@@ -57,29 +56,11 @@ public class DepthBench {
     static final int GLOBAL_WARMUP_DEPTH = 1000;
 
     public static void main(String[] args) {
-        if (args.length == 6) {
-            depths = parseDepths(args[5]);
-            args = Arrays.copyOf(args, 5);
+        String[] extra = LabSupport.extra(args);
+        if (extra.length > 0) {
+            depths = LabSupport.intList("ch02-depth", "depths", extra[0]);
         }
-        LabSupport.run("ch02-depth", args, 200_000, 5, DepthBench::bench);
-    }
-
-    /** "1,4,16" → [1, 4, 16]; anything else stops with exit code 2 and the usage. */
-    static List<Integer> parseDepths(String text) {
-        List<Integer> out = new ArrayList<>();
-        try {
-            for (String part : text.split(",")) {
-                int depth = Integer.parseInt(part.trim().replace("_", ""));
-                if (depth < 1 || depth > 1_000_000) {
-                    throw new NumberFormatException(part);
-                }
-                out.add(depth);
-            }
-        } catch (NumberFormatException e) {
-            throw new LabSupport.Stop(2, "ch02-depth: depths must be a comma-separated list of whole numbers from 1 "
-                    + "to 1,000,000, not '" + text + "'.");
-        }
-        return List.copyOf(out);
+        LabSupport.run("ch02-depth", LabSupport.usual(args), 200_000, 5, DepthBench::bench);
     }
 
     static void bench(LabSupport.Settings s) throws Exception {

@@ -6,6 +6,7 @@
 //DEPS org.openjdk.jmh:jmh-core:1.37
 //DEPS org.openjdk.jmh:jmh-generator-annprocess:1.37
 //DEPS org.slf4j:slf4j-simple:2.0.17
+//DEPS com.google.code.gson:gson:2.14.0
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 
 // Chapter 3: connection models under concurrency, measured with JMH. Many threads each issue
@@ -38,6 +39,8 @@
 // small safety check, cleanup and result line.
 
 package pipelab.ch03;
+
+import com.google.gson.GsonBuilder;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -326,7 +329,7 @@ public class ConnectionModels {
             System.out.println("ch03-jmh: " + runs.size() + " JMH runs of one SET per call against " + host + ":" + port
                     + " (Java " + System.getProperty("java.version") + ", " + clients + ", " + settings + ")");
 
-            List<String> rows = new ArrayList<>();
+            List<Map<String, Object>> rows = new ArrayList<>();
             try {
                 for (Run run : runs) {
                     RunResult result = run(run, host, port, quick);
@@ -335,10 +338,13 @@ public class ConnectionModels {
                     System.out.println(String.format(Locale.ROOT, "%-15s %4d threads  %8.1f ± %6.1f %s%s",
                             run.model(), run.threads(), primary.getScore(), primary.getScoreError(),
                             primary.getScoreUnit(), published == null ? "" : "   (published " + published + ")"));
-                    rows.add(String.format(Locale.ROOT,
-                            "{\"model\":\"%s\",\"threads\":%d,\"ops_per_ms\":%s,\"error\":%s,\"unit\":\"%s\"}",
-                            run.model(), run.threads(), number(primary.getScore()), number(primary.getScoreError()),
-                            primary.getScoreUnit()));
+                    Map<String, Object> row = new LinkedHashMap<>();
+                    row.put("model", run.model());
+                    row.put("threads", run.threads());
+                    row.put("ops_per_ms", number(primary.getScore()));
+                    row.put("error", number(primary.getScoreError()));
+                    row.put("unit", primary.getScoreUnit());
+                    rows.add(row);
                 }
             } finally {
                 // Exactly the keys the threads wrote; one UNLINK.
@@ -348,9 +354,13 @@ public class ConnectionModels {
                 }
                 jedis.unlink(keys);
             }
-            System.out.println("PIPELAB-RESULT {\"example\":\"ch03-jmh\",\"java_version\":\""
-                    + System.getProperty("java.version") + "\",\"clients\":" + json(clients) + ",\"settings\":"
-                    + json(settings) + ",\"jmh\":[" + String.join(",", rows) + "]}");
+            Map<String, Object> result = new LinkedHashMap<>();
+            result.put("example", "ch03-jmh");
+            result.put("java_version", System.getProperty("java.version"));
+            result.put("clients", clients);
+            result.put("settings", settings);
+            result.put("jmh", rows);
+            System.out.println("PIPELAB-RESULT " + new GsonBuilder().disableHtmlEscaping().serializeNulls().create().toJson(result));
         }
         return 0;
     }
@@ -431,20 +441,8 @@ public class ConnectionModels {
         return v == null || v.isBlank() ? pinned : v.strip();
     }
 
-    /** JSON number; JMH reports NaN as the error of a single measurement iteration. */
-    static String number(double v) {
-        return Double.isFinite(v) ? String.format(Locale.ROOT, "%.3f", v) : "null";
-    }
-
-    static String json(Map<String, ?> map) {
-        StringBuilder sb = new StringBuilder("{");
-        String sep = "";
-        for (Map.Entry<String, ?> e : map.entrySet()) {
-            Object v = e.getValue();
-            sb.append(sep).append('"').append(e.getKey()).append("\":");
-            sb.append(v instanceof String text ? '"' + text.replace("\\", "\\\\").replace("\"", "\\\"") + '"' : v);
-            sep = ",";
-        }
-        return sb.append('}').toString();
+    /** The score rounded to three decimals; JMH reports NaN as the error of a single iteration, written as null. */
+    static Double number(double v) {
+        return Double.isFinite(v) ? Math.round(v * 1000) / 1000.0 : null;
     }
 }

@@ -71,6 +71,7 @@ public class JedisModes {
         report.finish();
     }
 
+    // --8<-- [start:modes]
     /** N round trips: sadd() writes the command, flushes the socket and blocks until its reply. */
     static long oneByOne(Jedis jedis, List<String> keys) {
         return SaddWorkload.jedisOneByOne(jedis, keys);
@@ -132,4 +133,5 @@ public class JedisModes {
         }
         return total;
     }
+    // --8<-- [end:modes]
 }

@@ -95,6 +95,7 @@ public class LettuceModes {
         report.finish();
     }
 
+    // --8<-- [start:modes]
     /**
      * N round trips. connection.sync() is a proxy over the async API: each call issues the
      * command exactly as async() would, then blocks on its future (up to the command
@@ -174,6 +175,7 @@ public class LettuceModes {
         }
         return added;
     }
+    // --8<-- [end:modes]
 
     /**
      * Why manual flushing is a property of the connection, not of a thread. Thread A turns

@@ -91,6 +91,7 @@ public class RedissonModes {
         report.finish();
     }
 
+    // --8<-- [start:modes]
     /** Every batch starts from the defaults (IN_MEMORY, replies on) plus the longer timeout. */
     static BatchOptions options() {
         return BatchOptions.defaults().responseTimeout(BATCH_TIMEOUT_S, TimeUnit.SECONDS);
@@ -145,4 +146,5 @@ public class RedissonModes {
         }
         return RedissonSupport.added(replies);
     }
+    // --8<-- [end:modes]
 }

@@ -152,6 +152,7 @@ public class SpringModes {
         return template;
     }
 
+    // --8<-- [start:modes]
     /** N round trips: every add() is a template.execute() that waits for its reply on the shared connection. */
     static long addOneByOne(StringRedisTemplate template, List<String> keys) {
         SetOperations<String, String> sets = template.opsForSet();
@@ -211,6 +212,7 @@ public class SpringModes {
         }
         return added;
     }
+    // --8<-- [end:modes]
 
     /**
      * A small example, timed but not a benchmark: 100 SETs in one

@@ -238,6 +238,7 @@ public class BadCommand {
 
     // ---------------------------------------------------------------- the four clients
 
+    // --8<-- [start:pipelines]
     /**
      * Jedis: sync() (here syncAndReturnAll(), which also syncs) reads all four replies; an
      * error reply becomes a JedisDataException stored, not thrown. Each Response is still
@@ -382,6 +383,7 @@ public class BadCommand {
                 && Boolean.TRUE.equals(results.get(0)) && results.get(1) instanceof Throwable
                 && Long.valueOf(1).equals(results.get(2)) && "v".equals(results.get(3));
     }
+    // --8<-- [end:pipelines]
 
     // ---------------------------------------------------------------- helpers
 

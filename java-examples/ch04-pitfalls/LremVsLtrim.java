@@ -17,9 +17,11 @@
 // the round trips either way; it does nothing about what each command costs the server, and
 // a pipeline of 100 O(L) commands keeps a single-threaded Redis busy for all of them.
 //
-//   jbang ch04-lrem [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 1000000 3 1)
+//   jbang ch04-lrem [host] [port] [size] [repeat] [warmup] lengths p
+//   e.g. jbang ch04-lrem 127.0.0.1 16379 1000000 3 1 1000,10000,100000,1000000 100
 //
-// size is the longest list; the lengths are 1,000, 10,000, ... (x10) and size itself. Every
+// lengths are the lists' lengths and p the elements each pipeline removes: chapter 4's notebook
+// passes the ones the chapter declares (pipelab/chapters/ch04.py); size is the longest list. Every
 // mode is timed on the client (the pipeline, sync included) and on the server: INFO
 // commandstats read before and after the mode gives the microseconds Redis spent inside
 // LREM or LTRIM per call (facts lrem_usec_per_call_<L>, ltrim_usec_per_call_<L>; warm-up
@@ -43,11 +45,9 @@ import redis.clients.jedis.Response;
 
 public class LremVsLtrim {
 
-    /** Elements removed by each pipeline, one per command: the same job for both ways. */
-    static final int P = 100;
-
-    /** The shortest list; longer ones grow by 10x up to size. */
-    private static final int FIRST_LENGTH = 1_000;
+    /** The lists' lengths, and the elements removed by each pipeline (one per command, both ways). */
+    static List<Integer> lengths = List.of();
+    static int P;
 
     /** Values per RPUSH when building a list: one command of about 200 KB. */
     private static final int PUSH_BATCH = 10_000;
@@ -63,16 +63,24 @@ public class LremVsLtrim {
     private static final int READ_BATCH = 10_000;
 
     public static void main(String[] args) {
-        LabSupport.run("ch04-lrem", args, 1_000_000, 3, LremVsLtrim::bench);
+        String[] extra = LabSupport.extra(args);
+        if (extra.length == 2) {
+            lengths = LabSupport.intList("ch04-lrem", "lengths", extra[0]);
+            P = LabSupport.intList("ch04-lrem", "p", extra[1]).get(0);
+        }
+        LabSupport.run("ch04-lrem", LabSupport.usual(args), 1_000_000, 3, LremVsLtrim::bench);
     }
 
     static void bench(LabSupport.Settings s) throws Exception {
-        if (s.size() <= P) {
-            throw new LabSupport.Stop(2, "ch04-lrem: size (the longest list) must be more than the " + P
-                    + " elements each pipeline removes, not " + s.size() + ".");
+        if (lengths.isEmpty()) {
+            throw new LabSupport.Stop(2, "ch04-lrem: give the lengths and p after the five usual arguments, e.g. "
+                    + "jbang ch04-lrem 127.0.0.1 16379 100000 3 1 1000,10000,100000 100.");
+        }
+        if (lengths.stream().anyMatch(length -> length <= P)) {
+            throw new LabSupport.Stop(2, "ch04-lrem: every list must be longer than the " + P
+                    + " elements each pipeline removes, not " + lengths + ".");
         }
         String key = LabSupport.key("ch04", "java", "lrem", "list");
-        List<Integer> lengths = lengths(s.size());
         LabSupport.Report report = new LabSupport.Report(s)
                 .client("jedis", LabSupport.versionOf(Jedis.class, "redis.clients", "jedis", "8.0.2"))
                 .withoutSpeedUps(); // modes of different lengths are not one job; compared per length below
@@ -113,16 +121,6 @@ public class LremVsLtrim {
             }
         }
         report.finish();
-    }
-
-    /** 1,000, 10,000, ... below size, then size: e.g. [1000, 10000, 100000, 1000000] for 1,000,000. */
-    static List<Integer> lengths(int size) {
-        List<Integer> lengths = new ArrayList<>();
-        for (long length = FIRST_LENGTH; length < size; length *= 10) {
-            lengths.add((int) length);
-        }
-        lengths.add(size);
-        return lengths;
     }
 
     static String item(long i) {
@@ -190,6 +188,7 @@ public class LremVsLtrim {
         }
     }
 
+    // --8<-- [start:ways]
     /**
      * The LREM way: P commands, each naming one of the last P values. The values are unique,
      * so each removes exactly one element (reply 1), found after walking the whole list: with
@@ -228,6 +227,7 @@ public class LremVsLtrim {
             }
         }
     }
+    // --8<-- [end:ways]
 
     /** After every iteration, outside the timed region: the list's length and both ends. */
     static void checkEnds(Jedis jedis, String key, int length, String last) {

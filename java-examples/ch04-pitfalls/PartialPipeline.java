@@ -46,6 +46,9 @@
 // through it meanwhile. size is at least 5000: toxiproxy moves data in chunks of up to
 // 32 KB, and a smaller pipeline would reach Redis whole before the drop.
 
+import com.google.gson.JsonElement;
+import com.google.gson.JsonParser;
+
 import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -57,14 +60,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisFuture;
@@ -183,6 +185,7 @@ public class PartialPipeline {
 
     // ---------------------------------------------------------------- scenarios
 
+    // --8<-- [start:scenarios]
     /** Scenario 1: N INCRs in a Jedis Pipeline while the connection drops. Returns k, the INCRs applied. */
     static long jedisPipeline(LabSupport.Report report, LabSupport.Settings s, Toxiproxy toxiproxy,
                               Jedis control, String key) throws Exception {
@@ -376,6 +379,7 @@ public class PartialPipeline {
         report.fact("lettuce_counter", counter);
         report.fact("lettuce_duplicates", counter - n);
     }
+    // --8<-- [end:scenarios]
 
     // ---------------------------------------------------------------- helpers
 
@@ -437,8 +441,6 @@ public class PartialPipeline {
      * added to and removed from the named proxy only, and only the example's own (by name).
      */
     static final class Toxiproxy {
-        private static final Pattern LISTEN = Pattern.compile("\"listen\"\\s*:\\s*\"([^\"]*)\"");
-        private static final Pattern NAME = Pattern.compile("\"name\"\\s*:\\s*\"([^\"]*)\"");
         static final String BANDWIDTH = TOXIC_PREFIX + "bandwidth";
         static final String RESET = TOXIC_PREFIX + "reset";
 
@@ -482,10 +484,10 @@ public class PartialPipeline {
                 throw new LabSupport.Stop(2, "Toxiproxy at " + api + " has no proxy named '" + proxy
                         + "'; create it in front of Redis or pass its name as the 5th argument.");
             }
-            Matcher listen = LISTEN.matcher(body);
-            if (!listen.find() || !listen.group(1).endsWith(":" + port)) {
-                throw new LabSupport.Stop(2, "Proxy '" + proxy + "' listens on "
-                        + (listen.find(0) ? listen.group(1) : "an unknown address") + ", not on port " + port
+            JsonElement listen = JsonParser.parseString(body).getAsJsonObject().get("listen");
+            String address = listen == null ? "an unknown address" : listen.getAsString();
+            if (!address.endsWith(":" + port)) {
+                throw new LabSupport.Stop(2, "Proxy '" + proxy + "' listens on " + address + ", not on port " + port
                         + "; pass the proxy's listen address as host and port.");
             }
             removeOurs(); // leftovers of an interrupted run
@@ -503,8 +505,8 @@ public class PartialPipeline {
          */
         void addDrop(long bytes) throws IOException {
             lastRate = Math.max(1, (bytes + PASS_MS - 1) / PASS_MS);
-            add(BANDWIDTH, "bandwidth", "upstream", "{\"rate\":" + lastRate + "}");
-            add(RESET, "reset_peer", "downstream", "{\"timeout\":" + RESET_AFTER_MS + "}");
+            add(BANDWIDTH, "bandwidth", "upstream", Map.of("rate", lastRate));
+            add(RESET, "reset_peer", "downstream", Map.of("timeout", RESET_AFTER_MS));
         }
 
         /**
@@ -535,9 +537,8 @@ public class PartialPipeline {
             try {
                 String body = call("GET", "/proxies/" + proxy + "/toxics", null, 200);
                 List<String> names = new ArrayList<>();
-                Matcher m = NAME.matcher(body);
-                while (m.find()) {
-                    names.add(m.group(1));
+                for (JsonElement toxic : JsonParser.parseString(body).getAsJsonArray()) {
+                    names.add(toxic.getAsJsonObject().get("name").getAsString());
                 }
                 return names;
             } catch (IOException e) {
@@ -545,10 +546,9 @@ public class PartialPipeline {
             }
         }
 
-        private void add(String name, String type, String stream, String attributes) throws IOException {
-            String json = String.format(Locale.ROOT,
-                    "{\"name\":\"%s\",\"type\":\"%s\",\"stream\":\"%s\",\"toxicity\":1.0,\"attributes\":%s}",
-                    name, type, stream, attributes);
+        private void add(String name, String type, String stream, Map<String, Object> attributes) throws IOException {
+            String json = LabSupport.toJson(Map.of("name", name, "type", type, "stream", stream, "toxicity", 1.0,
+                    "attributes", attributes));
             call("POST", "/proxies/" + proxy + "/toxics", json, 200);
         }
 

@@ -199,6 +199,7 @@ public class TimeoutBatch {
         }
     }
 
+    // --8<-- [start:clients]
     /**
      * One RBatch of SETs. responseTimeout replaces Config#setTimeout (3 s) for this batch;
      * RedisExecutor#scheduleResponseTimeout starts the clock once the batch is written and
@@ -290,6 +291,7 @@ public class TimeoutBatch {
             throw first instanceof Exception e ? e : new RuntimeException(first);
         }
     }
+    // --8<-- [end:clients]
 
     // ---------------------------------------------------------------- runs that may time out
 

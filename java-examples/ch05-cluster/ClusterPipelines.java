@@ -463,6 +463,7 @@ public class ClusterPipelines {
 
     // ---------------------------------------------------------------- the three pipelines
 
+    // --8<-- [start:pipelines]
     /**
      * Jedis ClusterPipeline: each SET goes to the master its cached slot map names. sync()
      * reads the replies and throws nothing; a MOVED or ASK reply becomes a
@@ -570,6 +571,7 @@ public class ClusterPipelines {
             return describe(e);
         }
     }
+    // --8<-- [end:pipelines]
 
     // ---------------------------------------------------------------- helpers
 

@@ -219,6 +219,7 @@ public class ClusterSadd {
 
     // ---------------------------------------------------------------- Jedis
 
+    // --8<-- [start:modes]
     /** N round trips: each sadd() goes to its slot's master over a pooled connection and waits. */
     static long jedisOneByOne(RedisClusterClient jedis, List<String> keys) {
         return SaddWorkload.jedisOneByOne(jedis, keys);
@@ -315,4 +316,5 @@ public class ClusterSadd {
     static long redissonBatch(RedissonClient redisson, List<String> keys) {
         return RedissonSupport.added(RedissonSupport.saddBatch(redisson.createBatch(), keys, SaddWorkload.MEMBER));
     }
+    // --8<-- [end:modes]
 }

@@ -2,7 +2,12 @@
 // check, timing, cleanup and the result lines. Each example pulls it in with
 //   //SOURCES ../common/LabSupport.java
 // and declares the Jedis //DEPS itself, so the version a reader sees at the top of an
-// example is the one that runs (this file compiles against that Jedis).
+// example is the one that runs (this file compiles against that Jedis). Gson, which Jedis 8
+// depends on already, writes the result line; it is declared here because this file uses it.
+//DEPS com.google.code.gson:gson:2.14.0
+
+import com.google.gson.Gson;
+import com.google.gson.GsonBuilder;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -16,6 +21,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeMap;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
@@ -130,6 +136,37 @@ final class LabSupport {
         int repeat = intArg(example, usage, args, 3, "repeat", defaultRepeat, 1, 1_000);
         int warmup = intArg(example, usage, args, 4, "warmup", DEFAULT_WARMUP, 0, 1_000);
         return new Settings(example, host, port, size, repeat, warmup);
+    }
+
+    /**
+     * A comma-separated list of whole numbers from 1 to 10,000,000 ("1,16,256"), as a chapter's notebook
+     * passes its parameters after the five usual arguments; anything else stops with exit code 2.
+     */
+    static List<Integer> intList(String example, String name, String text) {
+        List<Integer> out = new ArrayList<>();
+        try {
+            for (String part : text.split(",")) {
+                int value = Integer.parseInt(part.trim().replace("_", ""));
+                if (value < 1 || value > 10_000_000) {
+                    throw new NumberFormatException(part);
+                }
+                out.add(value);
+            }
+        } catch (NumberFormatException e) {
+            throw new Stop(2, example + ": " + name + " must be a comma-separated list of whole numbers from 1 "
+                    + "to 10,000,000, not '" + text + "'.");
+        }
+        return List.copyOf(out);
+    }
+
+    /** The arguments after the five usual ones (none if there are not more than five). */
+    static String[] extra(String[] args) {
+        return args.length > 5 ? Arrays.copyOfRange(args, 5, args.length) : new String[0];
+    }
+
+    /** The five usual arguments, without what a chapter's notebook passed after them. */
+    static String[] usual(String[] args) {
+        return args.length > 5 ? Arrays.copyOf(args, 5) : args;
     }
 
     private static int intArg(String example, String usage, String[] args, int index, String name,
@@ -393,6 +430,7 @@ final class LabSupport {
         }
     }
 
+    // --8<-- [start:measure]
     /**
      * Runs `warmup` unrecorded iterations (JIT, class loading, connection set-up) and then
      * `repeat` recorded ones. `reset` runs before and `verify` after each iteration, both
@@ -428,6 +466,7 @@ final class LabSupport {
         }
         return new Samples(wall, cpu, warm);
     }
+    // --8<-- [end:measure]
 
     // ---------------------------------------------------------------- versions
 
@@ -459,6 +498,16 @@ final class LabSupport {
     }
 
     // ---------------------------------------------------------------- output
+
+    /**
+     * The result line's JSON. NaN and infinities stay numbers (Python's json reads them) and HTML
+     * characters stay as they are: the reader is the harness, not a browser.
+     */
+    private static final Gson GSON = new GsonBuilder().serializeSpecialFloatingPointValues().disableHtmlEscaping().create();
+
+    static String toJson(Object value) {
+        return GSON.toJson(value);
+    }
 
     /**
      * Collects the samples of each mode, prints a readable line per mode as it goes, and
@@ -584,81 +633,32 @@ final class LabSupport {
         }
 
         String json() {
-            StringBuilder sb = new StringBuilder("{");
-            sb.append("\"example\":").append(quote(s.example()));
-            sb.append(",\"java_version\":").append(quote(System.getProperty("java.version")));
-            sb.append(",\"clients\":{");
-            String sep = "";
-            for (Map.Entry<String, String> e : clients.entrySet()) {
-                sb.append(sep).append(quote(e.getKey())).append(':').append(quote(e.getValue()));
-                sep = ",";
-            }
-            sb.append("},\"size\":").append(s.size());
-            sb.append(",\"repeat\":").append(s.repeat());
-            sb.append(",\"warmup\":").append(s.warmup());
-            sb.append(",\"modes\":");
-            samplesJson(sb, modes);
+            Map<String, Object> doc = new LinkedHashMap<>();
+            doc.put("example", s.example());
+            doc.put("java_version", System.getProperty("java.version"));
+            doc.put("clients", clients);
+            doc.put("size", s.size());
+            doc.put("repeat", s.repeat());
+            doc.put("warmup", s.warmup());
+            doc.put("modes", modes);
             if (ops.values().stream().anyMatch(count -> count != s.size())) {
-                sb.append(",\"ops\":{");
-                sep = "";
-                for (Map.Entry<String, Integer> e : ops.entrySet()) {
-                    sb.append(sep).append(quote(e.getKey())).append(':').append(e.getValue());
-                    sep = ",";
-                }
-                sb.append('}');
+                doc.put("ops", ops);
             }
             if (!cpu.isEmpty()) {
-                sb.append(",\"cpu_s\":");
-                samplesJson(sb, cpu);
+                doc.put("cpu_s", cpu);
             }
             if (!warmups.isEmpty()) {
-                sb.append(",\"warmup_s\":");
-                samplesJson(sb, warmups);
+                doc.put("warmup_s", warmups);
             }
             if (!wire.isEmpty()) {
-                sb.append(",\"wire\":{");
-                sep = "";
-                for (Map.Entry<String, Map<String, Long>> e : wire.entrySet()) {
-                    sb.append(sep).append(quote(e.getKey())).append(":{");
-                    String inner = "";
-                    for (Map.Entry<String, Long> c : new java.util.TreeMap<>(e.getValue()).entrySet()) {
-                        sb.append(inner).append(quote(c.getKey())).append(':').append(c.getValue());
-                        inner = ",";
-                    }
-                    sb.append('}');
-                    sep = ",";
-                }
-                sb.append('}');
+                Map<String, Map<String, Long>> sorted = new LinkedHashMap<>();
+                wire.forEach((mode, calls) -> sorted.put(mode, new TreeMap<>(calls))); // commands in name order
+                doc.put("wire", sorted);
             }
             if (!facts.isEmpty()) {
-                sb.append(",\"facts\":{");
-                sep = "";
-                for (Map.Entry<String, Object> e : facts.entrySet()) {
-                    Object v = e.getValue();
-                    sb.append(sep).append(quote(e.getKey())).append(':')
-                            .append(v instanceof String text ? quote(text) : String.valueOf(v));
-                    sep = ",";
-                }
-                sb.append('}');
+                doc.put("facts", facts);
             }
-            return sb.append('}').toString();
-        }
-
-        /** {"mode":[seconds,...],...}; Double.toString gives e.g. 0.0213 or 8.1E-4, both valid JSON numbers. */
-        private static void samplesJson(StringBuilder sb, Map<String, List<Double>> samples) {
-            sb.append('{');
-            String sep = "";
-            for (Map.Entry<String, List<Double>> e : samples.entrySet()) {
-                sb.append(sep).append(quote(e.getKey())).append(":[");
-                String inner = "";
-                for (double v : e.getValue()) {
-                    sb.append(inner).append(Double.toString(v));
-                    inner = ",";
-                }
-                sb.append(']');
-                sep = ",";
-            }
-            sb.append('}');
+            return toJson(doc);
         }
 
         private static double sum(List<Double> values) {
@@ -679,27 +679,6 @@ final class LabSupport {
         /** Three decimals read well for seconds; tiny runs (pipelines of a few PINGs) need more. */
         private static String seconds(double v) {
             return String.format(Locale.ROOT, v >= 0.01 ? "%.3f" : "%.5f", v);
-        }
-
-        private static String quote(String text) {
-            StringBuilder sb = new StringBuilder("\"");
-            for (char c : text.toCharArray()) {
-                switch (c) {
-                    case '"' -> sb.append("\\\"");
-                    case '\\' -> sb.append("\\\\");
-                    case '\n' -> sb.append("\\n");
-                    case '\r' -> sb.append("\\r");
-                    case '\t' -> sb.append("\\t");
-                    default -> {
-                        if (c < 0x20) {
-                            sb.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
-                        } else {
-                            sb.append(c);
-                        }
-                    }
-                }
-            }
-            return sb.append('"').toString();
         }
     }
 }

@@ -10,12 +10,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
+import matplotlib.pyplot as plt
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from .. import observe, plots
+from ..jbang import fact
+from ..lab import Size
 from ..observe import command_stats
-from ..server import Endpoint
+from ..results import md_table, quantity
+from ..server import Endpoint, delete_lab_keys
 from .claims import Claim, Published
 
 PREFIX = "pipelab:ch04:"
@@ -322,6 +327,559 @@ def in_batches(run, items: list, size: int) -> None:
     for start in range(0, len(items), size):
         run(items[start:start + size])
 # --8<-- [end:timeout]
+
+
+# --- the chapter's parameters, declared once (the notebook passes them to the Java examples) ---
+
+LENGTHS = Size(full=[1_000, 10_000, 100_000, 1_000_000], quick=[1_000, 10_000, 100_000])
+P = 100  # commands per LREM/LTRIM pipeline
+REPEAT = Size(full=3, quick=1)
+SLOWLOG_US = 1_000  # the slow log's threshold while the chapter runs (on a server the lab started)
+N_IL = Size(full=20_000, quick=2_000)
+TRIALS = Size(full=5, quick=3)
+REPEAT_IL = Size(full=5, quick=2)
+RCW_KEYS = {0: Size(full=10_000, quick=300), 1: Size(full=1_000, quick=100)}  # keys per RTT (ms)
+REPEAT_RCW = Size(full=3, quick=1)
+N_DROP = Size(full=20_000, quick=5_000)
+CUT_MS = 100
+BLPOP_TIMEOUTS = Size(full=[0.1, 0.25, 0.5], quick=[0.1, 0.2])
+TIMEOUT_S = 0.05
+LONG = 100_000  # elements of the list the slow pipeline's LREMs scan
+N_FAST = Size(full=500_000, quick=100_000)
+N_JAVA_TIMEOUT = Size(full=200_000, quick=100_000)
+
+
+def fact_table(title: str, facts: dict) -> str:
+    return md_table([title, "value"], [[k, v] for k, v in facts.items()])
+
+
+def yes_no(flag: bool) -> dict:
+    return quantity(1 if flag else 0, "count", "yes" if flag else "no")
+
+
+# --- LREM against LTRIM -----------------------------------------------------------------------
+
+def measure_lrem(lab, lengths: list[int], repeat: int) -> tuple[list, list, int]:
+    """Per length and way: the timed pipeline of P commands, then one observed run (server µs per
+    call, server CPU, slow log, a second client's wait). Returns (measurements, rows, threshold)."""
+    r = lab.client()
+    key = PREFIX + "list"
+    counters = observe.Counters(lab.endpoint)
+    rows, runs = [], []
+    with slowlog_threshold(r, SLOWLOG_US, allowed=lab.owned) as threshold_us:
+        for length in lengths:
+            build_list(r, key, length)
+            for way in ("lrem", "ltrim"):
+                job = ((lambda: drop_oldest_lrem(r, key, length, P)) if way == "lrem"
+                       else (lambda: drop_oldest_ltrim(r, key, P)))
+                restore = lambda: restore_oldest(r, key, length, P)  # noqa: E731
+                runs.append(lab.measure(f"{way.upper()} ×{P}, list of {length:,}", job, ops=P, repeat=repeat,
+                                        setup=restore, way=way, length=length))
+                restore()
+                last_id = last_slowlog_id(r)
+                with server_time(lab.endpoint, way) as usec, counters.measure() as delta, Probe(lab.endpoint) as probe:
+                    job()
+                slow = slowlog_entries(r, last_id, key)
+                restore()
+                rows.append({"way": way, "length": length, "median_s": runs[-1].median, "usec_per_call": usec[way],
+                             "server_cpu_pct": 100 * delta.server_cpu_s / delta.wall_s, "observed_wall_s": delta.wall_s,
+                             "probe_worst_ms": probe.worst_s * 1e3, "probe_median_ms": probe.median_s * 1e3,
+                             "slowlog": len(slow), "slowlog_max_us": max((e["duration"] for e in slow), default=0)})
+        r.unlink(key)
+    counters.close()
+    r.close()
+    return runs, rows, threshold_us
+
+
+def lrem_table(rows: list, threshold_us: int) -> str:
+    return md_table(["way", "list length", f"pipeline of {P} (median)", "server µs per call", "server CPU",
+                     "second client's worst wait", f"slow log entries (> {threshold_us:,} µs)"],
+                    [[x["way"].upper(), f"{x['length']:,}", f"{x['median_s'] * 1e3:,.2f} ms", f"{x['usec_per_call']:,.1f}",
+                      f"{x['server_cpu_pct']:.0f}%", f"{x['probe_worst_ms']:,.1f} ms", x["slowlog"]] for x in rows])
+
+
+def lrem_plot(rows: list, java_facts: dict):
+    lengths = sorted({x["length"] for x in rows})
+    series = lambda way, key: [x[key] for x in rows if x["way"] == way]  # noqa: E731
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for way, color in (("lrem", plots.COLORS["one by one"]), ("ltrim", plots.COLORS["pipelined"])):
+        ax1.plot(lengths, series(way, "usec_per_call"), "o-", color=color, label=f"{way.upper()} (redis-py run)")
+        ax1.plot(lengths, [java_facts.get(f"{way}_usec_per_call_{n}") for n in lengths], "x:", color=color,
+                 label=f"{way.upper()} (Jedis run)")
+        ax2.plot(lengths, series(way, "probe_worst_ms"), "o-", color=color, label=way.upper())
+    for ax in (ax1, ax2):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("list length (elements)")
+        ax.legend()
+    ax1.set_ylabel("server µs per command (INFO commandstats)")
+    ax1.set_title("Cost of one command against list length")
+    ax2.set_ylabel("worst PING latency, ms")
+    ax2.set_title(f"What a second client waits while {P} run")
+    fig.tight_layout()
+    return fig
+
+
+LREM_ALT = ("Two log-log line charts against list length: server microseconds per LREM grow in proportion to the "
+            "length while LTRIM stays flat; a second client's worst PING latency grows the same way under LREM")
+
+
+def lrem_summary(rows: list, threshold_us: int, java_facts: dict) -> dict:
+    lengths = sorted({x["length"] for x in rows})
+    first, last = lengths[0], lengths[-1]
+    row = {(x["way"], x["length"]): x for x in rows}
+    at = lambda way, length, key: row[(way, length)][key]  # noqa: E731
+    growth = lambda way: at(way, last, "usec_per_call") / at(way, first, "usec_per_call")  # noqa: E731
+    return {"p": quantity(P, "count"), "smallest": quantity(first, "count"), "largest": quantity(last, "count"),
+            "lrem_usec_smallest": quantity(at("lrem", first, "usec_per_call"), "us"),
+            "lrem_usec_largest": quantity(at("lrem", last, "usec_per_call"), "us"),
+            "ltrim_usec_smallest": quantity(at("ltrim", first, "usec_per_call"), "us"),
+            "ltrim_usec_largest": quantity(at("ltrim", last, "usec_per_call"), "us"),
+            "lrem_growth": quantity(growth("lrem"), "x"), "ltrim_growth": quantity(growth("ltrim"), "x"),
+            "length_growth": quantity(last / first, "x"),
+            "lrem_pipeline_largest_ms": quantity(at("lrem", last, "median_s") * 1e3, "ms"),
+            "ltrim_pipeline_largest_ms": quantity(at("ltrim", last, "median_s") * 1e3, "ms"),
+            "lrem_over_ltrim_largest": quantity(at("lrem", last, "median_s") / at("ltrim", last, "median_s"), "x"),
+            "lrem_cpu_largest": quantity(at("lrem", last, "server_cpu_pct"), "%"),
+            "ltrim_cpu_largest": quantity(at("ltrim", last, "server_cpu_pct"), "%"),
+            "probe_lrem_largest_ms": quantity(at("lrem", last, "probe_worst_ms"), "ms"),
+            "probe_ltrim_largest_ms": quantity(at("ltrim", last, "probe_worst_ms"), "ms"),
+            "probe_median_ms": quantity(statistics.median(x["probe_median_ms"] for x in rows), "ms"),
+            "slowlog_lrem_largest": quantity(at("lrem", last, "slowlog"), "count"),
+            "slowlog_ltrim_largest": quantity(at("ltrim", last, "slowlog"), "count"),
+            "slowlog_lrem_max_us": quantity(at("lrem", last, "slowlog_max_us"), "us"),
+            "slowlog_threshold_us": quantity(threshold_us, "us"),
+            "java_lrem_usec_largest": quantity(java_facts.get(f"lrem_usec_per_call_{last}"), "us"),
+            "java_ltrim_usec_largest": quantity(java_facts.get(f"ltrim_usec_per_call_{last}"), "us")}
+
+
+# --- another client's commands inside a pipeline --------------------------------------------------
+
+def interleave_trials(lab, n: int, trials: int) -> dict:
+    """B's entries that landed inside A's pipeline of n RPUSH, per trial: {transaction: [count, ...]}."""
+    r = lab.client()
+    log = PREFIX + "log"
+    inside = {False: [], True: []}
+
+    def run(a):
+        for transaction in (False, True):
+            for _ in range(trials):
+                r.unlink(log)
+                with Probe(lab.endpoint, command=lambda c, i: c.rpush(log, f"B:{i}")):
+                    push_in_pipeline(a, log, n, transaction)
+                inside[transaction].append(foreign_entries_inside(r.lrange(log, 0, -1)))
+        r.unlink(log)
+
+    if lab.rtt_available:
+        # On loopback A's pipeline arrives almost at once; over a real network it takes a while.
+        # A bandwidth toxic makes A's bytes take about 100 ms, the way a slower link would.
+        with lab.faults() as faults:
+            a = faults.link.client()
+            a.ping()
+            faults.add(("a-link", "bandwidth", "upstream", {"rate": max(1, n * 48 // 1024 * 10)}))
+            run(a)
+            a.close()
+    else:
+        run(r)
+    r.close()
+    return inside
+
+
+def measure_transaction_cost(lab, n: int, repeat: int) -> tuple[list, dict, dict]:
+    """A's pipeline and A's MULTI/EXEC timed alone, B's worst wait (median of runs) behind each,
+    and what a 3-command transaction sent."""
+    r = lab.client()
+    log = PREFIX + "log"
+    reset = lambda: r.unlink(log)  # noqa: E731
+    runs, worst = [], {}
+    for transaction in (False, True):
+        label = "MULTI/EXEC" if transaction else "pipeline"
+        runs.append(lab.measure(f"{n:,} RPUSH, {label}", lambda: push_in_pipeline(r, log, n, transaction), ops=n,
+                                repeat=repeat, setup=reset, transaction=transaction))
+        waits = []
+        for _ in range(repeat):
+            reset()
+            with Probe(lab.endpoint) as probe:
+                push_in_pipeline(r, log, n, transaction)
+            waits.append(probe.worst_s)
+        worst[transaction] = statistics.median(waits)
+    reset()
+    with observe.wire(lab.endpoint) as tx_wire:
+        push_in_pipeline(r, log, 3, True)
+    reset()
+    r.close()
+    return runs, worst, tx_wire
+
+
+def interleave_table(inside: dict, runs: list, worst: dict, n: int) -> str:
+    return md_table(["mode", "trials with B inside A", "B entries inside A (per trial)", f"time for {n:,} RPUSH",
+                     "B's worst wait (median of runs)"],
+                    [[name, sum(1 for x in inside[tx] if x), inside[tx], m.spread(), f"{worst[tx] * 1e3:.2f} ms"]
+                     for name, tx, m in (("pipeline", False, runs[0]), ("MULTI/EXEC", True, runs[1]))])
+
+
+def interleave_summary(inside: dict, runs: list, worst: dict, n: int, trials: int) -> dict:
+    plain, multi = runs
+    return {"n": quantity(n, "count"), "trials": quantity(trials, "count"),
+            "pipeline_trials_interleaved": quantity(sum(1 for x in inside[False] if x), "count"),
+            "multi_trials_interleaved": quantity(sum(1 for x in inside[True] if x), "count"),
+            "pipeline_inside_max": quantity(max(inside[False]), "count"),
+            "multi_inside_max": quantity(max(inside[True]), "count"),
+            "pipeline_ms": quantity(plain.median * 1e3, "ms"), "multi_ms": quantity(multi.median * 1e3, "ms"),
+            "multi_cost": quantity(multi.median / plain.median, "x"),
+            "probe_pipeline_ms": quantity(worst[False] * 1e3, "ms"), "probe_multi_ms": quantity(worst[True] * 1e3, "ms")}
+
+
+# --- read, compute, write ----------------------------------------------------------------------
+
+RCW_MODES = {"round trips (GET, then SET)": rcw_round_trips, "two pipelines (not atomic)": rcw_two_pipelines,
+             "EVAL per key": rcw_eval_each, "EVAL, pipelined": rcw_eval_pipelined,
+             "SCRIPT LOAD + EVALSHA, pipelined": rcw_evalsha_pipelined}
+
+
+def measure_rcw(lab, sizes: dict, repeat: int) -> tuple[list, list]:
+    """Every read-compute-write mode at each RTT (ms) of `sizes` {rtt: keys}: time and bytes sent per key;
+    each mode must leave the same values."""
+    r = lab.client()
+    runs, rows = [], []
+    for rtt, n in sizes.items():
+        keys = [f"{PREFIX}num:{i}" for i in range(n)]
+        with lab.rtt(rtt) as link:
+            c = link.client()
+            for mode, run in RCW_MODES.items():
+                m = lab.measure(f"{mode}, {rtt} ms", lambda: run(c, keys), ops=n, repeat=repeat,
+                                setup=lambda: seed_numbers(r, keys), mode=mode, rtt_ms=rtt)
+                seed_numbers(r, keys)
+                before = net_input_bytes(r)
+                run(c, keys)
+                sent = net_input_bytes(r) - before
+                assert r.mget(keys) == [str(collatz(1000 + i)).encode() for i in range(n)], mode  # same result
+                runs.append(m)
+                rows.append({"mode": mode, "rtt_ms": rtt, "n": n, "median_s": m.median, "us_per_key": m.per_op_us,
+                             "bytes_per_key": sent / n})
+            c.close()
+        r.unlink(*keys)
+    r.close()
+    return runs, rows
+
+
+def rcw_table(rows: list) -> str:
+    return md_table(["mode", "RTT", "keys", "time (median)", "µs per key", "bytes sent per key"],
+                    [[x["mode"], f"{x['rtt_ms']} ms", f"{x['n']:,}", f"{x['median_s'] * 1e3:,.1f} ms",
+                      f"{x['us_per_key']:,.1f}", f"{x['bytes_per_key']:.0f}"] for x in rows])
+
+
+def rcw_plot(rows: list):
+    rtts = sorted({x["rtt_ms"] for x in rows})
+    fig, axes = plt.subplots(1, len(rtts), figsize=(12, 4.5), squeeze=False)
+    for ax, rtt in zip(axes[0], rtts):
+        sel = [x for x in rows if x["rtt_ms"] == rtt]
+        colors = [plots.COLORS["one by one"] if "per key" in x["mode"] or "round" in x["mode"]
+                  else plots.COLORS["pipelined"] for x in sel]
+        ax.barh([x["mode"] for x in sel], [x["us_per_key"] for x in sel], color=colors)
+        ax.set_xscale("log")
+        ax.set_xlabel("µs per key (median, log scale)")
+        ax.set_title(("loopback" if rtt == 0 else f"{rtt} ms injected RTT") + f", {sel[0]['n']:,} keys")
+        ax.invert_yaxis()
+    fig.tight_layout()
+    return fig
+
+
+RCW_ALT = ("Horizontal bar charts, log scale: microseconds per key for five ways to read, compute and write; "
+           "the two round-trip modes are slowest, the pipelined script fastest")
+
+
+def rcw_summary(rows: list) -> dict:
+    def rcw(mode, rtt, key="us_per_key"):
+        hit = [x[key] for x in rows if x["mode"] == mode and x["rtt_ms"] == rtt]
+        return hit[0] if hit else None
+
+    def speed(a, b, rtt):
+        return rcw(a, rtt) / rcw(b, rtt) if rcw(a, rtt) and rcw(b, rtt) else None
+
+    rt, two, each, evalp, sha = RCW_MODES
+    return {"round_trips_us": quantity(rcw(rt, 0), "us"), "evalsha_us": quantity(rcw(sha, 0), "us"),
+            "two_pipelines_us": quantity(rcw(two, 0), "us"), "eval_each_us": quantity(rcw(each, 0), "us"),
+            "evalsha_speedup": quantity(speed(rt, sha, 0), "x"),
+            "round_trips_us_rtt": quantity(rcw(rt, 1), "us"), "evalsha_us_rtt": quantity(rcw(sha, 1), "us"),
+            "eval_each_us_rtt": quantity(rcw(each, 1), "us"), "evalsha_speedup_rtt": quantity(speed(rt, sha, 1), "x"),
+            "eval_bytes": quantity(rcw(evalp, 0, "bytes_per_key"), "num"),
+            "evalsha_bytes": quantity(rcw(sha, 0, "bytes_per_key"), "num"),
+            "round_trip_bytes": quantity(rcw(rt, 0, "bytes_per_key"), "num")}
+
+
+# --- one bad command in a pipeline ---------------------------------------------------------------
+
+def bad_command_cases(r: redis.Redis) -> list:
+    """What redis-py returns or raises for each bad command, with and without MULTI/EXEC and
+    raise_on_error, and whether the INCR after the bad command ran."""
+    bad_key, counter = PREFIX + "bad", PREFIX + "bad:counter"
+    rows = []
+    for bad in ("wrongtype", "arity"):
+        for transaction in (False, True):
+            for raise_on_error in (True, False):
+                r.unlink(bad_key, counter)
+                try:
+                    out = pipeline_with_bad_command(r, bad_key, counter, transaction=transaction,
+                                                    raise_on_error=raise_on_error, bad=bad)
+                    seen = "results: " + ", ".join(type(x).__name__ if isinstance(x, Exception) else repr(x) for x in out)
+                except Exception as err:  # noqa: BLE001  (what surfaces is the finding)
+                    seen = f"raises {type(err).__name__}: {str(err)[:70]}"
+                rows.append({"bad": bad, "transaction": transaction, "raise_on_error": raise_on_error, "seen": seen,
+                             "later_ran": r.get(counter) == b"1"})
+    r.unlink(bad_key, counter)
+    return rows
+
+
+def errors_table(rows: list) -> str:
+    return md_table(["bad command", "MULTI/EXEC", "raise_on_error", "what redis-py returns", "INCR after it ran"],
+                    [[x["bad"], x["transaction"], x["raise_on_error"], x["seen"], "yes" if x["later_ran"] else "no"]
+                     for x in rows])
+
+
+def errors_summary(rows: list, java_facts: dict) -> dict:
+    def row(bad, transaction, raise_on_error):
+        return next(x for x in rows if (x["bad"], x["transaction"], x["raise_on_error"]) == (bad, transaction, raise_on_error))
+
+    java_clients = sorted({k.split("_")[0] for k in java_facts if k.endswith("_later_commands_ran")})
+    plain = row("wrongtype", False, True)
+    return {"redispy_later_ran": yes_no(plain["later_ran"]),
+            "redispy_multi_later_ran": yes_no(row("wrongtype", True, True)["later_ran"]),
+            "redispy_arity_multi_later_ran": yes_no(row("arity", True, False)["later_ran"]),
+            "redispy_raise": quantity(0, "count", plain["seen"]),
+            "later_ran_everywhere": quantity(sum(1 for c in java_clients if java_facts[f"{c}_later_commands_ran"])
+                                             + plain["later_ran"], "count"),
+            "clients_checked": quantity(len(java_clients) + 1, "count"),
+            } | {f"{c}_{what}": quantity(0, "count", java_facts.get(f"{c}_{what}", "not reported"))
+                 for c in ("jedis", "lettuce", "redisson", "spring") for what in ("error_surfaced", "results")}
+
+
+# --- a connection cut halfway ------------------------------------------------------------------
+
+def drop_scenarios(lab, n: int) -> dict:
+    """The cut and lost-reply scenarios through toxiproxy: per scenario, what the client saw, what
+    the server applied and the connections opened."""
+    r = lab.client()
+    counter, set_prefix = PREFIX + "drop:counter", PREFIX + "drop:set:"
+    # Enough bandwidth for about a quarter of the pipeline before the reset.
+    rate_kb_s = max(1, int(n * incr_command_bytes(counter) * 0.25 / 1024 / (CUT_MS / 1000)))
+    cut = [("slow", "bandwidth", "upstream", {"rate": rate_kb_s}), ("cut", "reset_peer", "downstream", {"timeout": CUT_MS})]
+    # Replies lost: the whole job reaches Redis and runs; every reply is dropped and the connection closes.
+    lost = [("lost", "timeout", "downstream", {"timeout": CUT_MS})]
+    count = lambda: int(r.get(counter) or 0)  # noqa: E731
+    keys_set = lambda: sum(1 for _ in r.scan_iter(match=set_prefix + "*", count=1000))  # noqa: E731
+    drop = {}
+
+    def attempt(name, client_factory, job, *, blip=False, toxics=cut, applied=count):
+        # Connect first (toxics would also cut the handshake), then put the toxics on, then run the job.
+        conns0 = r.info("stats")["total_connections_received"]
+        with lab.faults() as faults:
+            c = client_factory(faults.link.endpoint)
+            c.ping()
+            faults.add(*toxics)
+            timer = faults.clear_after(4 * CUT_MS / 1000) if blip else None  # ends well after the reset
+            try:
+                out = job(c)
+                outcome = f"returned {len(out) if isinstance(out, list) else out}"
+            except Exception as err:  # noqa: BLE001
+                outcome = type(err).__name__
+            if timer:
+                timer.join()
+        time.sleep(0.2)  # let the server finish what reached it
+        drop[name] = {"outcome": outcome, "applied": applied(),
+                      "connections": r.info("stats")["total_connections_received"] - conns0}
+        c.close()
+
+    def then(name, job, applied=count):  # the application re-sends the whole job on a good connection
+        job(r)
+        drop[name] = {"outcome": "returned", "applied": applied(), "connections": 0}
+
+    incr = lambda c: incr_pipeline(c, counter, n)  # noqa: E731
+    incr_tx = lambda c: incr_pipeline(c, counter, n, transaction=True)  # noqa: E731
+    r.unlink(counter)
+    attempt("cut, no retry", no_retry_client, incr)
+    then("blind retry", incr)
+    r.unlink(counter)
+    attempt("redis-py's own retry, blip", lambda e: e.client(), incr, blip=True)
+    r.unlink(counter)
+    attempt("MULTI/EXEC, no retry", no_retry_client, incr_tx)
+    then("MULTI/EXEC, then retry", incr_tx)
+    r.unlink(counter)
+    attempt("replies lost, MULTI/EXEC, redis-py's own retry, blip", lambda e: e.client(), incr_tx, blip=True, toxics=lost)
+    r.unlink(counter)
+    request = f"job-{time.time_ns()}"
+    attempt("replies lost, MULTI/EXEC + marker, blip", no_retry_client,
+            lambda c: incr_exactly_once(c, counter, n, request), blip=True, toxics=lost)
+    r.unlink(counter, f"{PREFIX}request:{request}")
+    sets = lambda c: set_pipeline(c, set_prefix, n)  # noqa: E731
+    attempt("SET (idempotent), cut, no retry", no_retry_client, sets, applied=keys_set)
+    then("SET (idempotent), blind retry", sets, applied=keys_set)
+    delete_lab_keys(r, set_prefix + "*")
+    r.close()
+    return drop
+
+
+def drop_table(drop: dict, n: int) -> str:
+    return md_table(["scenario", "what the client saw", "applied on the server", f"÷ {n:,}", "connections"],
+                    [[name, x["outcome"], f"{x['applied']:,}", f"{x['applied'] / n:.2f}", x["connections"]]
+                     for name, x in drop.items()])
+
+
+def drop_summary(drop: dict, n: int, java) -> dict:
+    applied = lambda name: quantity(drop[name]["applied"] if name in drop else None, "count")  # noqa: E731
+    retry = drop.get("redis-py's own retry, blip", {})
+    return {"n": quantity(n, "count"), "cut_ms": quantity(CUT_MS, "ms"),
+            "cut_applied": applied("cut, no retry"),
+            "cut_share": quantity(100 * drop["cut, no retry"]["applied"] / n if drop else None, "%"),
+            "blind_retry_applied": applied("blind retry"),
+            "library_retry_applied": applied("redis-py's own retry, blip"),
+            "library_retry_outcome": quantity(0, "count", retry.get("outcome", "–")),
+            "library_retry_connections": quantity(retry.get("connections"), "count"),
+            "tx_cut_applied": applied("MULTI/EXEC, no retry"),
+            "tx_retry_applied": applied("MULTI/EXEC, then retry"),
+            "lost_tx_library_retry_applied": applied("replies lost, MULTI/EXEC, redis-py's own retry, blip"),
+            "lost_exactly_once_applied": applied("replies lost, MULTI/EXEC + marker, blip"),
+            "idempotent_cut_applied": applied("SET (idempotent), cut, no retry"),
+            "idempotent_retry_applied": applied("SET (idempotent), blind retry"),
+            "jedis_cut_applied": fact(java, "pipeline_applied"),
+            "jedis_blind_retry": fact(java, "blind_retry_counter"),
+            "jedis_tx_applied": fact(java, "transaction_applied"),
+            "jedis_tx_retry": fact(java, "transaction_retry_counter"),
+            "lettuce_futures_ok": fact(java, "lettuce_futures_ok"),
+            "lettuce_futures_failed": fact(java, "lettuce_futures_failed"),
+            "lettuce_counter": fact(java, "lettuce_counter"),
+            "lettuce_duplicates": fact(java, "lettuce_duplicates")}
+
+
+# --- BLPOP in a pipeline -------------------------------------------------------------------------
+
+def blocking_cases(lab, timeouts: list) -> list:
+    """When the SETs before and after a BLPOP on an empty list became visible to another client."""
+    r = lab.client()
+    queue, mark = PREFIX + "queue", PREFIX + "mark"
+    rows = []
+    for transaction in (False, True):
+        for timeout in timeouts:
+            r.unlink(queue, f"{mark}:before", f"{mark}:after")
+            seen = {}
+
+            def watch(c, i):
+                for name in ("before", "after"):
+                    if name not in seen and c.exists(f"{mark}:{name}"):
+                        seen[name] = time.perf_counter()
+
+            with Probe(lab.endpoint, command=watch):
+                start = time.perf_counter()
+                out = pipeline_with_blpop(r, queue, mark, timeout, transaction=transaction)
+                elapsed = time.perf_counter() - start
+                time.sleep(0.01)
+            rows.append({"transaction": transaction, "timeout_s": timeout, "elapsed_ms": elapsed * 1e3,
+                         "before_ms": (seen["before"] - start) * 1e3, "after_ms": (seen["after"] - start) * 1e3,
+                         "blpop_reply": repr(out[1])})
+    r.unlink(queue, f"{mark}:before", f"{mark}:after")
+    r.close()
+    return rows
+
+
+def blocking_table(rows: list) -> str:
+    return md_table(["MULTI/EXEC", "BLPOP timeout", "pipeline took", "SET before visible at", "SET after visible at",
+                     "BLPOP replied"],
+                    [[x["transaction"], f"{x['timeout_s'] * 1e3:.0f} ms", f"{x['elapsed_ms']:.1f} ms",
+                      f"{x['before_ms']:.1f} ms", f"{x['after_ms']:.1f} ms", x["blpop_reply"]] for x in rows])
+
+
+def blocking_summary(rows: list) -> dict:
+    longest = max((x for x in rows if not x["transaction"]), key=lambda x: x["timeout_s"])
+    in_multi = max((x for x in rows if x["transaction"]), key=lambda x: x["timeout_s"])
+    return {"timeout_ms": quantity(longest["timeout_s"] * 1e3, "ms"), "pipeline_ms": quantity(longest["elapsed_ms"], "ms"),
+            "after_ms": quantity(longest["after_ms"], "ms"), "before_ms": quantity(longest["before_ms"], "ms"),
+            "multi_ms": quantity(in_multi["elapsed_ms"], "ms")}
+
+
+# --- a client timeout against a long pipeline ----------------------------------------------------
+
+def timeout_cases(lab, n_fast: int) -> tuple[list, dict]:
+    """A fast big pipeline, a slow one without and with redis-py's retries, and the slow one in
+    batches, each under a TIMEOUT_S socket timeout; sized from the server's measured LREM cost."""
+    r = lab.client()
+    slow_list, counter = PREFIX + "long", PREFIX + "timeout:counter"
+    build_list(r, slow_list, LONG)
+    samples = []
+    for _ in range(5):
+        with server_time(lab.endpoint, "lrem") as usec:
+            slow_pipeline(r, counter, slow_list, LONG, 5)
+        samples.append(usec["lrem"] / 1e6)
+    per_call_s = min(samples)  # the fastest the server did it: sizes below hold even on a quiet server
+    slow_n = max(4, int(5 * TIMEOUT_S / per_call_s))  # about five timeouts' worth of server time
+    batch = max(1, int(0.3 * TIMEOUT_S / max(samples)))  # under a third of a timeout even on a busy server
+    rows = []
+
+    def case(name, client, job, runs_expected=1):
+        r.unlink(counter)
+        start = time.perf_counter()
+        try:
+            job(client)
+            outcome = "ok"
+        except Exception as err:  # noqa: BLE001
+            outcome = type(err).__name__
+        elapsed = time.perf_counter() - start
+        time.sleep(slow_n * per_call_s * 12 + 0.2)  # retries still queued on the server finish first
+        # Each pipeline starts with an INCR: the counter says how many pipelines the server ran.
+        rows.append({"case": name, "outcome": outcome, "elapsed_s": elapsed, "head_ran": int(r.get(counter) or 0),
+                     "runs_expected": runs_expected})
+        client.close()
+
+    fast_keys = [f"{PREFIX}fast:{i}" for i in range(n_fast)]
+
+    def fast_job(c):
+        pipe = c.pipeline(transaction=False)
+        pipe.incr(counter)
+        for key in fast_keys:
+            pipe.set(key, 1)
+        pipe.execute()
+
+    case(f"{n_fast:,} SET, one pipeline", lab.client(socket_timeout=TIMEOUT_S), fast_job)
+    r.unlink(*fast_keys)
+    slow = lambda c: slow_pipeline(c, counter, slow_list, LONG, slow_n)  # noqa: E731
+    case(f"{slow_n} LREM, one pipeline, no retry", no_retry_client(lab.endpoint, socket_timeout=TIMEOUT_S), slow)
+    case(f"{slow_n} LREM, one pipeline, redis-py's default retry", lab.client(socket_timeout=TIMEOUT_S), slow)
+    batched = lambda c: in_batches(lambda part: slow_pipeline(c, counter, slow_list, LONG, len(part)),  # noqa: E731
+                                   list(range(slow_n)), batch)
+    case(f"{slow_n} LREM in batches of {batch}", lab.client(socket_timeout=TIMEOUT_S), batched,
+         runs_expected=-(-slow_n // batch))
+    r.unlink(slow_list, counter)
+    r.close()
+    return rows, {"slow_n": slow_n, "batch": batch, "lrem_per_call_s": per_call_s, "timeout_s": TIMEOUT_S}
+
+
+def timeout_table(rows: list) -> str:
+    return md_table(["case", "outcome", "client time", "pipelines the server ran", "pipelines sent by the application"],
+                    [[x["case"], x["outcome"], f"{x['elapsed_s']:.2f} s", x["head_ran"], x["runs_expected"]] for x in rows])
+
+
+def timeout_summary(rows: list, sizing: dict, n_fast: int, java) -> dict:
+    fast, slow_once, slow_retry, in_parts = rows
+    return {"timeout_ms": quantity(TIMEOUT_S * 1e3, "ms"), "fast_n": quantity(n_fast, "count"),
+            "fast_s": quantity(fast["elapsed_s"], "s"), "fast_outcome": quantity(0, "count", fast["outcome"]),
+            "slow_n": quantity(sizing["slow_n"], "count"), "batch": quantity(sizing["batch"], "count"),
+            "lrem_ms": quantity(sizing["lrem_per_call_s"] * 1e3, "ms"),
+            "slow_outcome": quantity(0, "count", slow_once["outcome"]),
+            "retry_head_ran": quantity(slow_retry["head_ran"], "count"),
+            "retry_s": quantity(slow_retry["elapsed_s"], "s"),
+            "batched_outcome": quantity(0, "count", in_parts["outcome"]),
+            "java_n": quantity(java.data["size"], "count"),
+            "redisson_timeout_ms": fact(java, "redisson_response_timeout_ms", "ms"),
+            "redisson_once_outcome": fact(java, "redisson_timeout_no_retry_outcome"),
+            "redisson_once_elapsed_ms": fact(java, "redisson_timeout_no_retry_elapsed_ms", "ms"),
+            "redisson_once_applied": fact(java, "redisson_timeout_no_retry_applied"),
+            "redisson_retry_outcome": fact(java, "redisson_timeout_default_retry_outcome"),
+            "redisson_retry_set_calls": fact(java, "redisson_timeout_default_retry_set_calls"),
+            "redisson_batch": fact(java, "redisson_small_batch_size"),
+            "jedis_so_timeout_ms": fact(java, "jedis_so_timeout_ms", "ms"),
+            "jedis_outcome": fact(java, "jedis_pipeline_outcome"),
+            "lettuce_timeout_ms": fact(java, "lettuce_timeout_ms", "ms"),
+            "lettuce_futures_ok": fact(java, "lettuce_one_flush_futures_ok"),
+            "lettuce_applied": fact(java, "lettuce_one_flush_applied")}
 
 
 # --- what the sources published, and the figures that answer them ---------------------------
