@@ -34,3 +34,12 @@ def depth_axis(ax) -> None:
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
     ax.set_xlabel("pipeline depth (commands per batch)")
+
+
+def per_op_bars(ax, labels, values, colors, *, xlabel: str, title: str) -> None:
+    """Horizontal bars on a log axis, first label on top: per-operation costs that span decades."""
+    ax.barh(labels, values, color=colors)
+    ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    ax.invert_yaxis()

@@ -116,11 +116,8 @@ def sadd_plot(panels: list):
     for ax, (title, runs, n) in zip(axes[0], panels):
         sel = sadd_modes(runs, n)
         colors = [plots.COLORS["one by one"] if "one_by_one" in m else plots.COLORS["pipelined"] for _, m in sel]
-        ax.barh([f"{c}: {m}" for c, m in sel], [m.per_op_us for m in sel.values()], color=colors)
-        ax.set_xscale("log")
-        ax.set_xlabel("µs per SADD (median, log)")
-        ax.set_title(f"{title}: {n:,} SADD per run")
-        ax.invert_yaxis()
+        plots.per_op_bars(ax, [f"{c}: {m}" for c, m in sel], [m.per_op_us for m in sel.values()], colors,
+                          xlabel="µs per SADD (median, log)", title=f"{title}: {n:,} SADD per run")
     fig.tight_layout()
     return fig
 

@@ -576,11 +576,9 @@ def rcw_plot(rows: list):
         sel = [x for x in rows if x["rtt_ms"] == rtt]
         colors = [plots.COLORS["one by one"] if "per key" in x["mode"] or "round" in x["mode"]
                   else plots.COLORS["pipelined"] for x in sel]
-        ax.barh([x["mode"] for x in sel], [x["us_per_key"] for x in sel], color=colors)
-        ax.set_xscale("log")
-        ax.set_xlabel("µs per key (median, log scale)")
-        ax.set_title(("loopback" if rtt == 0 else f"{rtt} ms injected RTT") + f", {sel[0]['n']:,} keys")
-        ax.invert_yaxis()
+        plots.per_op_bars(ax, [x["mode"] for x in sel], [x["us_per_key"] for x in sel], colors,
+                          xlabel="µs per key (median, log scale)",
+                          title=("loopback" if rtt == 0 else f"{rtt} ms injected RTT") + f", {sel[0]['n']:,} keys")
     fig.tight_layout()
     return fig
 

@@ -270,11 +270,9 @@ def sadd_plot(runs: list, n: int, masters: int):
     fig, ax = plt.subplots(figsize=(9, 5))
     colors = [plots.COLORS["one by one"] if m.params.get("mode", "").startswith("one") else plots.COLORS["pipelined"]
               for m in runs]
-    ax.barh([m.label for m in runs], [m.per_op_us for m in runs], color=colors)
-    ax.set_xscale("log")
-    ax.set_xlabel("µs per SADD (median, log scale)")
-    ax.set_title(f"{n:,} SADD: one server against a cluster of {masters} masters")
-    ax.invert_yaxis()
+    plots.per_op_bars(ax, [m.label for m in runs], [m.per_op_us for m in runs], colors,
+                      xlabel="µs per SADD (median, log scale)",
+                      title=f"{n:,} SADD: one server against a cluster of {masters} masters")
     fig.tight_layout()
     return fig
 

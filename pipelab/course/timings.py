@@ -108,7 +108,7 @@ def run_solutions(host: str, port: int, quick: bool) -> Path:
             f"ex{ex.number}_java_printed": results.quantity(0, "count", java_lines[-1]),
         })
     summary.update(footprint())
-    from .lab import open_lab  # noqa: PLC0415  (the session's Redis, for the environment record)
+    from ..lab import open_lab  # noqa: PLC0415  (the session's Redis, for the environment record)
 
     return Path(open_lab(quick).save(TIMINGS, measurements, summary=summary))
 
