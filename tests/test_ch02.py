@@ -147,3 +147,9 @@ def test_the_busy_loop_summary_gives_percentiles_in_microseconds():
     assert s["p50_one_by_one_us"]["value"] == pytest.approx(50) and s["p99_one_by_one_us"]["value"] > 50
     assert s["p50_pipelined_us"]["value"] == pytest.approx(1) and s["ctx_server_pipelined"]["value"] is None
     assert len(ch02.busy_loop_plot(latencies).axes[0].patches) > 0
+
+
+def test_the_book_runs_every_depth_up_to_8192_in_every_client():
+    full = ch02.DEPTHS.full
+    assert full[0] == 1 and full[-1] == 8_192 and all(b == 2 * a for a, b in zip(full, full[1:]))
+    assert ch02.java_depths(full) == sorted(full + [ch02.BENCH_DEPTH])  # Jedis and redis-benchmark get them all
