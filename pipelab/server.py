@@ -20,6 +20,8 @@ from urllib.parse import quote, urlparse
 
 import redis
 import redis.connection
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from .errors import LabError
 from .paths import env_flag
@@ -73,7 +75,8 @@ def wait_for_redis(endpoint: Endpoint, timeout: float = 10.0, proc: subprocess.P
         if proc is not None and proc.poll() is not None:
             raise LabError(f"redis-server exited with code {proc.returncode} before answering on "
                            f"{endpoint.host}:{endpoint.port}; see its log above.")
-        client = endpoint.client(socket_connect_timeout=1, socket_timeout=5)
+        # No library retries: this loop is the retry, and a wrong scheme or port must fail fast.
+        client = endpoint.client(socket_connect_timeout=1, socket_timeout=5, retry=Retry(NoBackoff(), 0))
         try:
             client.ping()
             return client

@@ -1,10 +1,13 @@
 """Shared fixtures: an isolated build dir, one lab session (real Redis, real toxiproxy) for the run."""
 from __future__ import annotations
 
+import json
 import os
-from contextlib import contextmanager
+import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -88,12 +91,21 @@ def executed_notebooks(session, jdk, isolated_build):
     from pipelab.book import build as book
 
     only = [n for n in os.environ.get("PIPELAB_TEST_NOTEBOOKS", "").split(",") if n]  # e.g. "02" while editing
-    # Which harness lines and which Java examples the quick book ran (tests/test_sections.py reads them).
-    traces = {book.COVERAGE_VAR: str(isolated_build / "notebooks.coverage"),
-              jbang.RUNS_LOG_VAR: str(isolated_build / "java-runs.txt")}
-    with kernels_attached(session, **traces):
+    with kernels_attached(session, **section_tracing(isolated_build), **{jbang.RUNS_LOG_VAR: str(isolated_build / "java-runs.txt")}):
         paths = book.run_notebooks(session.env(), quick=True, only=only or None)
     return {p.name[:2]: nbformat.read(p, as_version=4) for p in paths}
+
+
+def section_tracing(build) -> dict:
+    """Kernels that record which of the functions the site shows they call (tests/section_trace.py)."""
+    from tests.section_trace import LOG_VAR, TARGETS_VAR
+    from tests.test_sections import section_targets
+
+    startup = build / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(Path(__file__).parent / "section_trace.py", startup / "00-section-trace.py")
+    return {"IPYTHONDIR": str(build / "ipython"), TARGETS_VAR: json.dumps(section_targets()),
+            LOG_VAR: str(build / "sections-run.txt")}
 
 
 @pytest.fixture(scope="session")

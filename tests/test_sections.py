@@ -1,8 +1,9 @@
 """What the site shows is what the quick book runs.
 
-A named section of a Python file that a page includes (`--8<-- "file.py:name"`) holds functions the
-chapter notebooks executed (coverage.py ran inside their kernels); a named section of a Java file
-belongs to an example the notebooks ran, and every method it declares is called from outside it.
+A named section of a Python file that a page includes (`--8<-- "file.py:name"`) holds functions and
+classes the chapter notebooks called (tests/section_trace.py recorded them inside their kernels); a
+named section of a Java file belongs to an example the notebooks ran, and every method it declares is
+called from outside it.
 """
 from __future__ import annotations
 
@@ -39,10 +40,24 @@ def section_span(path: str, name: str) -> range:
     return range(start + 1, end)
 
 
-def python_functions(path: str, span: range) -> list[ast.FunctionDef]:
+def python_definitions(path: str, span: range) -> list[str]:
+    """The top-level functions and classes a section defines (nested ones run with their parent)."""
     tree = ast.parse((REPO / path).read_text())
-    return [node for node in ast.walk(tree)
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno in span]
+    return [node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.lineno in span]
+
+
+def module_of(path: str) -> str:
+    return ".".join(Path(path).with_suffix("").parts)
+
+
+def section_targets() -> dict[str, list[str]]:
+    """{module: [names]} of everything the site's Python sections show: what the kernels record."""
+    targets: dict[str, list[str]] = {}
+    for path, section in included_sections():
+        if path.endswith(".py"):
+            targets.setdefault(module_of(path), []).extend(python_definitions(path, section_span(path, section)))
+    return targets
 
 
 def java_methods(path: str, span: range) -> dict[str, int]:
@@ -73,14 +88,10 @@ def aliases_for(path: str) -> set[str]:
 def ran(executed_notebooks, isolated_build):
     if os.environ.get("PIPELAB_TEST_NOTEBOOKS"):
         pytest.skip("only some notebooks ran (PIPELAB_TEST_NOTEBOOKS)")
-    import coverage
-
-    cov = coverage.Coverage(data_file=str(isolated_build / "notebooks.coverage"))
-    cov.combine(strict=True)
-    data = cov.get_data()
+    called = set((isolated_build / "sections-run.txt").read_text().split())
     runs_log = isolated_build / "java-runs.txt"
     java = set(runs_log.read_text().split()) if runs_log.exists() else set()
-    return data, java
+    return called, java
 
 
 SECTIONS = sorted(included_sections())
@@ -88,11 +99,10 @@ SECTIONS = sorted(included_sections())
 
 @pytest.mark.parametrize("path,section", [s for s in SECTIONS if s[0].endswith(".py")])
 def test_every_python_section_on_the_site_runs_in_the_quick_book(path, section, ran):
-    data, _ = ran
-    executed = set(data.lines(str((REPO / path).resolve())) or [])
-    functions = python_functions(path, section_span(path, section))
-    assert functions, f"{path}:{section} shows no function"
-    never = [f.name for f in functions if not executed & set(range(f.body[0].lineno, f.end_lineno + 1))]
+    called, _ = ran
+    names = python_definitions(path, section_span(path, section))
+    assert names, f"{path}:{section} shows no function"
+    never = [name for name in names if f"{module_of(path)}:{name}" not in called]
     assert not never, (f"{path}:{section} (on {', '.join(included_sections()[(path, section)])}) shows "
                        f"{', '.join(never)}, which no chapter notebook runs")
 
@@ -117,8 +127,10 @@ def test_every_java_section_on_the_site_is_run_by_the_quick_book(path, section, 
 
 def test_the_checks_find_what_they_look_for():
     """The parsers above, on this repository's own files (a check that finds nothing proves nothing)."""
-    span = section_span("pipelab/measure.py", "measure")
-    assert [f.name for f in python_functions("pipelab/measure.py", span)] == ["measure"]
+    assert python_definitions("pipelab/measure.py", section_span("pipelab/measure.py", "measure")) == ["measure"]
+    assert "Probe" in python_definitions("pipelab/chapters/ch04.py", section_span("pipelab/chapters/ch04.py", "instruments"))
+    assert module_of("pipelab/chapters/ch01.py") == "pipelab.chapters.ch01"
+    assert section_targets()["pipelab.chapters.ch01"][:2] == ["ping_one_by_one", "ping_pipelined"]
     assert aliases_for("java-examples/common/LabSupport.java") >= {"ch01-ping", "ch02-depth"}
     assert JAVA_METHOD.match("    static long sendPipelined(Jedis jedis, int n) {").group(1) == "sendPipelined"
     assert JAVA_METHOD.match("    public static void main(String[] args) throws Exception {").group(1) == "main"

@@ -12,19 +12,14 @@ from ..errors import LabError
 from ..paths import REPO, build_dir, notebooks_out_dir
 
 PARAMETERS_TAG = "parameters"
-COVERAGE_VAR = "PIPELAB_COVERAGE"  # a coverage data file: kernels then run under coverage.py
 
 
 def kernel_env() -> dict:
     """Point Jupyter at a kernelspec for this very interpreter, so notebooks run with the lab's packages."""
     spec_dir = build_dir() / "jupyter" / "kernels" / "python3"
     spec_dir.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    coverage_file = os.environ.get(COVERAGE_VAR)
-    if coverage_file:  # the tests ask which of the harness's lines the notebooks ran
-        argv[1:1] = ["-m", "coverage", "run", "--parallel-mode", f"--data-file={coverage_file}",
-                     f"--source={REPO / 'pipelab'}"]
-    spec = {"argv": argv, "display_name": "Python 3 (pipelab)", "language": "python"}
+    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3 (pipelab)", "language": "python"}
     (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
     return {"JUPYTER_PATH": str(build_dir() / "jupyter"), "JUPYTER_PLATFORM_DIRS": "1",
             "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
