@@ -109,6 +109,18 @@ def section_tracing(build) -> dict:
 
 
 @pytest.fixture(scope="session")
+def course_run(session, jdk):
+    """Every solution of the course, Python notebook and Java, run and timed once in quick mode, as
+    `make course` does: the timings results file (the executed notebooks are in notebooks/solutions)."""
+    from pipelab import results
+    from pipelab.course import timings as course
+
+    with kernels_attached(session):
+        course.run_solutions(session.endpoint.host, session.endpoint.port, quick=True)
+    return results.load(course.TIMINGS)
+
+
+@pytest.fixture(scope="session")
 def built_site(isolated_build, executed_notebooks):
     """The site, built once (mkdocs --strict) from the executed notebooks' results, in the isolated build dir."""
     from pipelab.book import build as book

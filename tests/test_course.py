@@ -3,18 +3,15 @@ from __future__ import annotations
 
 import pytest
 
-from pipelab import jbang, results
+from pipelab import jbang
 from pipelab.course import timings as course
-from tests.conftest import kernels_attached
 
 STACK_TRACE = ("Exception in thread", "\tat ", "Traceback (most recent call last)")
 
 
 @pytest.fixture(scope="module")
-def timings(session, jdk):
-    with kernels_attached(session):
-        course.run_solutions(session.endpoint.host, session.endpoint.port, quick=True)
-    return results.load(course.TIMINGS)
+def timings(course_run):
+    return course_run
 
 
 def test_each_exercise_has_a_notebook_a_solution_and_two_aliases():

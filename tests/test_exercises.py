@@ -45,9 +45,9 @@ def test_an_exercise_notebook_stops_at_its_todo(source, tmp_path, notebook_env):
 
 
 @pytest.mark.parametrize("source", EXERCISES, ids=lambda p: p.stem)
-def test_a_solution_notebook_passes_its_check(source, tmp_path, notebook_env):
-    solution = paths.REPO / "notebooks" / "solutions" / source.name
-    done = nbformat.read(book.execute(solution, tmp_path / source.name, {"QUICK": True}), as_version=4)
+def test_a_solution_notebook_passes_its_check(source, course_run):
+    # The course's run executed every solution notebook in quick mode; read what each printed.
+    done = nbformat.read(paths.notebooks_out_dir() / "solutions" / source.name, as_version=4)
     printed = "".join(o.get("text", "") for c in done.cells if c.cell_type == "code" for o in c.outputs)
     assert f"Exercise {int(source.name[:2])} solved: " in printed, printed
 
