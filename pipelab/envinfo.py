@@ -37,8 +37,18 @@ def lock_sha256() -> str | None:
     return hashlib.sha256(lock.read_bytes()).hexdigest() if lock.exists() else None
 
 
+def io_threads(client: redis.Redis) -> int | None:
+    """The server's io-threads setting (read-only; None where CONFIG is disabled, e.g. a managed Redis)."""
+    try:
+        value = client.config_get("io-threads").get("io-threads")
+    except redis.ResponseError:
+        return None
+    return int(value) if value is not None else None
+
+
 def capture(client: redis.Redis, **extra) -> dict:
     server = client.info("server")
+    memory = client.info("memory")
     from redis.utils import HIREDIS_AVAILABLE  # noqa: PLC0415
 
     env = {
@@ -46,6 +56,8 @@ def capture(client: redis.Redis, **extra) -> dict:
         "server": server.get("server_name") or "redis",  # Valkey names itself; Redis does not
         "redis_version": server.get("redis_version"),
         "redis_mode": server.get("redis_mode"),
+        "io_threads": io_threads(client),
+        "mem_allocator": memory.get("mem_allocator"),  # jemalloc or libc: it moves the ceiling
         "redis_os": server.get("os"),
         "cpu_count": os.cpu_count(),
         "cpu_model": cpu_model(),

