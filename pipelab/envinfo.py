@@ -54,7 +54,7 @@ def capture(client: redis.Redis, **extra) -> dict:
     env = {
         "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "server": server.get("server_name") or "redis",  # Valkey names itself; Redis does not
-        "redis_version": server.get("redis_version"),
+        "redis_version": server.get("valkey_version") or server.get("redis_version"),  # Valkey says 7.2.4 there
         "redis_mode": server.get("redis_mode"),
         "io_threads": io_threads(client),
         "mem_allocator": memory.get("mem_allocator"),  # jemalloc or libc: it moves the ceiling

@@ -2,7 +2,9 @@
 system calls (strace), the reply buffer, and redis-benchmark as the server's own ceiling."""
 from __future__ import annotations
 
+import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -173,20 +175,41 @@ class BenchmarkUnavailable(Exception):
     pass
 
 
-def redis_benchmark(endpoint: Endpoint, *command: str, depth: int, requests: int, clients: int = 1) -> float:
-    """Requests/s that redis-benchmark reaches for `command` at pipeline depth `depth`."""
+@dataclass
+class BenchmarkRun:
+    rps: float  # requests per second, as redis-benchmark reports them
+    wall_s: float
+    cpu_s: float  # the load generator's own CPU time (user + system)
+
+
+def run_benchmark(endpoint: Endpoint, *command: str, depth: int, requests: int, clients: int = 1,
+                  keyspace: int | None = None, cpus: set[int] | None = None) -> BenchmarkRun:
+    """One redis-benchmark run of `command` at pipeline depth `depth` from `clients` connections,
+    optionally pinned to `cpus`; `keyspace` replaces each __rand_int__ in the command by a random
+    number below it."""
     tool = shutil.which("redis-benchmark")
     if not tool:
         raise BenchmarkUnavailable("redis-benchmark is not installed (Debian: apt-get install redis-tools)")
     argv = [tool, "-h", endpoint.host, "-p", str(endpoint.port), "-c", str(clients), "-n", str(requests),
-            "-P", str(depth), "--csv", *command]
+            "-P", str(depth), "--csv", *(["-r", str(keyspace)] if keyspace else []), *command]
     if endpoint.password:
         argv[1:1] = ["-a", endpoint.password]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                          preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     rows = [line for line in done.stdout.splitlines() if line.startswith('"') and not line.startswith('"test"')]
     if done.returncode != 0 or not rows:
         raise BenchmarkUnavailable(f"redis-benchmark failed: {(done.stderr or done.stdout).strip()[-200:]}")
-    return float(rows[-1].split(",")[1].strip('"'))
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return BenchmarkRun(float(rows[-1].split(",")[1].strip('"')), wall, cpu)
+
+
+def redis_benchmark(endpoint: Endpoint, *command: str, depth: int, requests: int, clients: int = 1) -> float:
+    """Requests/s that redis-benchmark reaches for `command` at pipeline depth `depth`."""
+    return run_benchmark(endpoint, *command, depth=depth, requests=requests, clients=clients).rps
 
 
 # --- what went over the wire ----------------------------------------------------------------

@@ -23,7 +23,7 @@ def notebook_env(session):
 
 
 def test_one_exercise_and_one_solution_per_chapter():
-    assert [p.name[:2] for p in EXERCISES] == ["01", "02", "03", "04", "05"]
+    assert [p.name[:2] for p in EXERCISES] == ["01", "02", "03", "04", "05", "06"]
     solutions = paths.REPO / "notebooks" / "solutions"
     assert sorted(p.name for p in solutions.glob("*.ipynb")) == [p.name for p in EXERCISES]
     for path in [*EXERCISES, *solutions.glob("*.ipynb")]:
@@ -115,6 +115,32 @@ def key_outside_the_prefix(user_id, field):
     return f"ex05:{{{user_id}}}:{field}"
 
 
+def get_in_one_pipeline(client, keys, budget):
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.get(key)
+    return pipe.execute()
+
+
+def get_ten_at_a_time(client, keys, budget):
+    values = []
+    for start in range(0, len(keys), 10):
+        pipe = client.pipeline(transaction=False)
+        for key in keys[start:start + 10]:
+            pipe.get(key)
+        values += pipe.execute()
+    return values
+
+
+def get_one_per_pipeline(client, keys, budget):
+    values = []
+    for key in keys:
+        pipe = client.pipeline(transaction=False)
+        pipe.get(key)
+        values += pipe.execute()
+    return values
+
+
 WRONG_ANSWERS = [
     (exercises.check_ex01, incr_one_by_one, r"a speed-up of [\d.]+x where 3x is needed"),
     (exercises.check_ex02, set_ignoring_depth, "at depth 1 one execute\\(\\) sent 5,000 commands"),
@@ -127,6 +153,9 @@ WRONG_ANSWERS = [
     (exercises.check_ex05, key_with_one_tag_for_all, "the hash tag should hold the user id only"),
     (exercises.check_ex05, key_without_tag, "user:0's keys hash to 3 slots"),
     (exercises.check_ex05, key_outside_the_prefix, "must start with 'pipelab:ex05:'"),
+    (exercises.check_ex06, get_in_one_pipeline, r"the server closed the connection \(1 output-buffer disconnection"),
+    (exercises.check_ex06, get_ten_at_a_time, "over the budget of 262,144"),
+    (exercises.check_ex06, get_one_per_pipeline, r"used \d+ pipelines of GETs where \d+ suffice"),
 ]
 
 

@@ -17,7 +17,8 @@ EXAMPLES = [a for a in ALIASES if not a.startswith("ex")]  # the course's exerci
 QUICK_ARGS = {"ch01-ping": (300, 3), "ch01-sadd": (300, 2), "ch02-depth": (2000, 2, 1, "1,16,1000"),
               "ch03-jedis": (1000, 2), "ch03-lettuce": (1000, 2), "ch03-spring": (1000, 2),
               "ch03-redisson": (1000, 2), "ch03-jmh": None, "ch04-lrem": (100_000, 2, 1, "1000,10000,100000", 100), "ch04-errors": (1, 2),
-              "ch04-timeout": (200_000, 1), "ch04-drop": None, "ch05-sadd": None, "ch05-moved": None}
+              "ch04-timeout": (200_000, 1), "ch04-drop": None, "ch05-sadd": None, "ch05-moved": None,
+              "ch06-cut": None, "ch06-push": None}
 
 
 def lrem_grows_ltrim_stays_flat(run) -> None:
@@ -52,7 +53,8 @@ def a_timeout_is_not_a_failure_of_the_work(run) -> None:
     # time it does not, Redisson writes it again, so a final timeout means every attempt ran it.
     retried_calls, outcome = f["redisson_timeout_default_retry_set_calls"], f["redisson_timeout_default_retry_outcome"]
     if outcome.startswith("RedisResponseTimeoutException"):
-        assert retried_calls == 5 * size, f"4 retries after the first attempt, each re-sending the batch: {f}"
+        # Four whole re-sends, and the last attempt as far as it got when Redisson gave up on it.
+        assert 4 * size < retried_calls <= 5 * size, f"4 retries after the first attempt, each re-sending the batch: {f}"
     else:
         assert retried_calls >= size, f
     assert "redisson_small_batches" in run.measurements(), "cut into batches, the work went through"

@@ -11,7 +11,9 @@ def test_single_command_throughput_at_5ms_is_near_the_1_over_rtt_bound(rtt_lab):
         single = rtt_lab.measure("single", lambda: ch01.ping_one_by_one(c, 40), ops=40, repeat=3)
         piped = rtt_lab.measure("piped", lambda: ch01.ping_pipelined(c, 1000), ops=1000, repeat=3)
     bound = 1000 / 5
-    assert 0.6 * bound <= single.ops_per_s <= 1.05 * bound, single
+    # Never above the bound; below it by what toxiproxy's timers overshoot on a busy VM (each of the
+    # two toxics can sleep a millisecond or more past its 2.5 ms: 8.3 ms round trips were seen).
+    assert 0.5 * bound <= single.ops_per_s <= 1.05 * bound, single
     assert piped.ops_per_s > 20 * bound, piped  # one RTT per batch of 1,000, not per command
 
 
@@ -28,5 +30,12 @@ def test_half_a_millisecond_is_a_mean_between_0_and_1_ms(rtt_lab):
     with rtt_lab.rtt(0.5) as link:
         c = link.client()
         half = rtt_lab.measure("0.5", lambda: ch01.ping_one_by_one(c, 300), ops=300, repeat=3)
+    with rtt_lab.rtt(1) as link:
+        c = link.client()
+        one = rtt_lab.measure("1", lambda: ch01.ping_one_by_one(c, 300), ops=300, repeat=3)
     added_ms = (half.per_op_us - base.per_op_us) / 1e3
-    assert 0.2 <= added_ms <= 1.0, f"0.5 ms toxic added {added_ms:.2f} ms per round trip"
+    step_ms = (one.per_op_us - half.per_op_us) / 1e3
+    assert added_ms > 0.2, f"0.5 ms toxic added only {added_ms:.2f} ms per round trip"
+    # A timer's overshoot is the same at both settings, so the step from 0.5 to 1 ms is the
+    # injected difference itself: half a millisecond, not a whole one (the toxic is not doubled).
+    assert 0.2 <= step_ms <= 0.9, f"1 ms added {step_ms:.2f} ms more than 0.5 ms did"

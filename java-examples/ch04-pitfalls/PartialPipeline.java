@@ -226,7 +226,7 @@ public class PartialPipeline {
         report.fact("pipeline_exception", describe(error));
         report.fact("pipeline_failed_in", failedIn);
         report.fact("pipeline_failed_after_ms", elapsed);
-        report.fact("pipeline_replies_received", received(replies));
+        report.fact("pipeline_replies_received", LabSupport.received(replies));
         report.fact("pipeline_applied", applied);
         return applied;
     }
@@ -393,20 +393,6 @@ public class PartialPipeline {
     static long counter(Jedis control, String key) {
         String value = control.get(key);
         return value == null ? 0 : Long.parseLong(value);
-    }
-
-    /** Pipeline Responses that got a value: Connection#getMany hands out none when a read fails. */
-    static int received(List<Response<Long>> replies) {
-        int count = 0;
-        for (Response<Long> reply : replies) {
-            try {
-                reply.get();
-                count++;
-            } catch (RuntimeException notSet) {
-                // "Please close pipeline or multi block before calling this method."
-            }
-        }
-        return count;
     }
 
     /**

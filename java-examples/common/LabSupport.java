@@ -278,6 +278,20 @@ final class LabSupport {
         return keys;
     }
 
+    /** Pipeline Responses that got a value: Connection#getMany hands out none when a read fails. */
+    static int received(List<? extends Response<?>> replies) {
+        int count = 0;
+        for (Response<?> reply : replies) {
+            try {
+                reply.get();
+                count++;
+            } catch (RuntimeException notSet) {
+                // "Please close pipeline or multi block before calling this method."
+            }
+        }
+        return count;
+    }
+
     /** Deletes exactly the given lab keys, a batch of names per UNLINK, all in one pipeline. */
     static void deleteKeys(Jedis jedis, List<String> keys) {
         for (String key : keys) {

@@ -60,6 +60,7 @@ EXERCISES = [
     Exercise("03", "Flush once (Java), a pipeline not a transaction (Python)", "Ex03FlushOnce", 25),
     Exercise("04", "Keep the latest 100, cheaply", "Ex04KeepLatest", 20),
     Exercise("05", "One slot per user", "Ex05OneSlotPerUser", 25),
+    Exercise("06", "Stay under the reply budget", "Ex06StayUnderTheBudget", 20),
 ]
 
 
