@@ -65,6 +65,7 @@ def capture(client: redis.Redis, **extra) -> dict:
         "python": platform.python_version(),
         "redis_py": _version("redis"),
         "hiredis": _version("hiredis") if HIREDIS_AVAILABLE else None,
+        "valkey_glide": _version("valkey-glide"),
         "executable": sys.executable,
         "lock_sha256": lock_sha256(),
     }

@@ -11,6 +11,7 @@ from ..results import md_table
 
 ENV_FIELDS = [("server", "Server"), ("redis_version", "Version"), ("mem_allocator", "Allocator"),
               ("io_threads", "io-threads"), ("redis_py", "redis-py"), ("hiredis", "hiredis"),
+              ("valkey_glide", "Valkey GLIDE (Python)"),
               ("java_clients", "Java clients"), ("python", "Python"), ("cpu_count", "CPUs"),
               ("cpu_model", "CPU"), ("kernel", "Linux kernel"), ("toxiproxy", "RTT injection"),
               ("quick_mode", "Quick mode"), ("lock_sha256", "Python lock (uv.lock, SHA-256)"),

@@ -1,0 +1,135 @@
+"""Chapter 7: pipelining without asking, read from the results of the notebook's quick run, and the
+summaries' arithmetic on figures made up for the purpose."""
+from __future__ import annotations
+
+import pytest
+
+from pipelab import Measurement
+from pipelab.chapters import ch07 as chapter
+from tests.conftest import saved
+
+
+@pytest.fixture(scope="module")
+def ch07(executed_notebooks):
+    return executed_notebooks["07"]
+
+
+def by_label(name: str) -> dict[str, Measurement]:
+    return {m.label: m for m in saved(name)["measurements"]}
+
+
+def test_gather_on_a_default_pool_fails_past_its_100_connections(ch07):
+    outcome = saved("ch07/gather")["summary"]["default_pool"]["text"]
+    assert "MaxConnectionsError" in outcome and outcome.startswith(f"{chapter.DEFAULT_POOL_N - 100:,} of"), outcome
+
+
+def test_gather_on_one_redis_py_connection_does_not_beat_a_pipeline(ch07):
+    runs = {(m.params["rtt_ms"], m.params["mode"]): m for m in saved("ch07/gather")["measurements"]}
+    for rtt in {rtt for rtt, _ in runs}:
+        one, pipe = runs[(rtt, "gather, pool of 1")], runs[(rtt, "one pipeline")]
+        assert pipe.ops_per_s > 2 * one.ops_per_s, (rtt, one, pipe)
+        assert one.params["reads_per_cmd"] > 0.9, "every gathered command arrives in a read of its own"
+        assert pipe.params["reads_per_cmd"] < 0.1, "a pipeline's commands arrive many to a read"
+        assert runs[(rtt, "gather, pool of 100")].params["connections"] == 100
+        assert runs[(rtt, "GLIDE, gather on one client")].params["connections"] == 1
+
+
+def test_a_big_pipeline_stalls_the_event_loop_and_chunks_bound_it(ch07):
+    runs = {(m.params["n"], m.params["mode"]): m for m in saved("ch07/stall")["measurements"]}
+    sizes = sorted({n for n, _ in runs})
+    lags = [chapter.worst_lag(runs[(n, "one pipeline")]) for n in sizes]
+    assert lags[-1] > 3 * lags[0], f"the worst lag grows with the pipeline: {lags}"
+    big = sizes[-1]
+    assert chapter.worst_lag(runs[(big, "chunks of 1,000")]) < lags[-1] / 3, "chunks of 1,000 bound the stall"
+
+
+def test_glide_batches_say_what_they_are(ch07):
+    summary, params = saved("ch07/glide")["summary"], saved("ch07/glide")["params"]
+    assert summary["atomic_multi"]["value"] == 1 and summary["pipeline_multi"]["value"] == 0
+    raised, kept = params["raise_on_error_True"], params["raise_on_error_False"]
+    assert raised["outcome"].startswith("RequestError") and "WRONGTYPE" in raised["outcome"], raised
+    assert raised["counter"] == 1 and kept["counter"] == 1, "the command after the error ran either way"
+    assert kept["outcome"].startswith("completed") and "RequestError" in kept["outcome"], kept
+    big = params[f"default_timeout_{chapter.GLIDE_TIMEOUT_N[-1]}"]
+    assert big["outcome"].startswith("TimeoutError") and big["ran"] > 0, "timed out, yet the server ran commands"
+
+
+def test_a_glide_non_atomic_cluster_batch_sends_one_write_per_node(ch07):
+    cluster = saved("ch07/glide")["params"]["cluster"]
+    per_master = cluster["per_master"]
+    assert sum(m["set"] for m in per_master) == pytest.approx(cluster["sets"])
+    assert all(m["set"] > 0 for m in per_master), "the keys span every master"
+    assert all(m["reads"] <= 1.5 for m in per_master), f"one read per master per batch: {per_master}"
+    assert "CrossSlot" in cluster["atomic_across_slots"] or "CROSSSLOT" in cluster["atomic_across_slots"]
+
+
+def test_a_shared_connection_pipelines_and_a_pool_does_not(ch07):
+    facts = saved("ch07/mux")["params"]
+    top = max(chapter.MUX_THREADS)
+    assert facts[f"lettuce_t{top}_connections"] == 1 and facts[f"jedis_pool_t{top}_connections"] == top
+    assert facts[f"lettuce_t{top}_cmds_per_read"] > 1.2, "threads' commands share reads on one connection"
+    assert facts[f"jedis_pool_t{top}_cmds_per_read"] < 1.05 and facts["lettuce_t1_cmds_per_read"] < 1.05
+
+
+def test_a_slow_command_raises_the_other_threads_p99(ch07):
+    facts = saved("ch07/mux")["params"]
+    assert facts["hol_shared_p99_us"] > 3 * facts["hol_alone_p99_us"], facts
+    assert facts["hol_shared_p99_us"] > facts["hol_separate_p99_us"], "sharing the connection adds to the server's share"
+    assert facts["hol_shared_slow_commands"] > 0 and facts["hol_alone_slow_commands"] == 0
+
+
+def test_mget_beats_a_pipeline_of_gets_per_key(ch07):
+    summary = saved("ch07/variadic")["summary"]
+    for workload in ("get", "set", "sadd", "hset"):
+        assert summary[f"{workload}_ratio"]["value"] > 1.5, f"{workload}: one command beats a pipeline"
+        assert summary[f"{workload}_cpu_ratio"]["value"] > 1, f"{workload}: and costs the server less CPU per key"
+    assert summary["reply_mget"]["value"] > summary["reply_pipeline"]["value"], "MGET's reply is built whole"
+
+
+def test_on_the_cluster_one_tag_makes_one_mget(ch07):
+    runs = {m.params["mode"]: m for m in saved("ch07/cluster")["measurements"]}
+    assert saved("ch07/cluster")["summary"]["crossslot"]["text"].startswith("RedisClusterException")
+    tagged = runs["MGET, one hash tag"].params["per_master"]
+    assert sorted(sum(c.values()) for c in tagged) == [0, 0, 1], tagged
+    spread = runs["pipeline of GETs"].params["per_master"]
+    assert all(c["get"] > 0 for c in spread) and sum(c["get"] for c in spread) == runs["pipeline of GETs"].ops
+    assert runs["MGET, one hash tag"].median < runs["pipeline of GETs"].median
+
+
+def test_watch_retries_rise_with_contention_and_keep_the_count(ch07):
+    runs = {(m.params["mode"], m.params["writers"]): m for m in saved("ch07/watch")["measurements"]}
+    retries = [chapter.retries_per_increment(runs[("WATCH, transaction()", w)]) for w in chapter.WRITERS]
+    assert retries[0] == 0 and retries[-1] > retries[1], f"retries per increment by writers: {retries}"
+    assert all(chapter.lost(runs[("WATCH, transaction()", w)]) == 0 for w in chapter.WRITERS)
+    top = chapter.WRITERS[-1]
+    assert chapter.lost(runs[("no WATCH", top)]) > 0, "blind read-modify-write loses increments"
+    assert chapter.lost(runs[("WATCH, aborted EXEC sent again", top)]) > 0, "a stale retry loses them too"
+    java = saved("ch07/watch-java")["params"]
+    assert java["jedis_exec_on_abort"] == "null", "Jedis reports an abort as a null result, not an exception"
+    assert java[f"jedis_w{top}_aborts_per_increment"] > java["jedis_w2_aborts_per_increment"]
+    assert java[f"jedis_w{top}_final"] == java[f"jedis_w{top}_attempts"] - java[f"jedis_w{top}_aborts"], \
+        "every increment that was not aborted counted, once"
+
+
+# --- the summaries, on made-up measurements --------------------------------------------------------
+
+def test_worst_lag_is_the_median_of_each_runs_worst():
+    m = Measurement("made up", 10, [1.0, 1.0, 1.0], {"max_lag_s": [0.1, 0.5, 0.2]})
+    assert chapter.worst_lag(m) == 0.2
+
+
+def test_retries_and_losses_read_the_rows():
+    rows = [{"tries": 150, "increments": 100, "lost": 0}, {"tries": 130, "increments": 100, "lost": 2},
+            {"tries": 170, "increments": 100, "lost": 4}]
+    m = Measurement("made up", 100, [1.0, 1.0, 1.0], {"rows": rows})
+    assert chapter.retries_per_increment(m) == pytest.approx(0.5) and chapter.lost(m) == 2
+
+
+def test_gather_summary_names_each_mode():
+    runs = {(0, mode): Measurement(mode, 1000, [s], {"reads_per_cmd": 1.0})
+            for mode, s in (("gather, pool of 1", 1.0), ("gather, pool of 10", 0.5), ("gather, pool of 100", 0.25),
+                            ("one pipeline", 0.01), ("GLIDE, gather on one client", 0.1))}
+    summary = chapter.gather_summary(runs, "completed", 1000, 2000)
+    assert summary["rtt0_pipeline_vs_pool1"]["value"] == pytest.approx(100)
+    assert summary["rtt0_pipeline_vs_glide"]["value"] == pytest.approx(10)
+    assert summary["rtt0_pool100_ops"]["value"] == pytest.approx(4000)
