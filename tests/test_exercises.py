@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
+from redis.exceptions import WatchError
 
 from pipelab import paths
 from pipelab.book import build as book
@@ -23,7 +24,7 @@ def notebook_env(session):
 
 
 def test_one_exercise_and_one_solution_per_chapter():
-    assert [p.name[:2] for p in EXERCISES] == ["01", "02", "03", "04", "05", "06"]
+    assert [p.name[:2] for p in EXERCISES] == ["01", "02", "03", "04", "05", "06", "07"]
     solutions = paths.REPO / "notebooks" / "solutions"
     assert sorted(p.name for p in solutions.glob("*.ipynb")) == [p.name for p in EXERCISES]
     for path in [*EXERCISES, *solutions.glob("*.ipynb")]:
@@ -141,6 +142,91 @@ def get_one_per_pipeline(client, keys, budget):
     return values
 
 
+def _balances(read, src, dst):
+    return int(read.get(src)), int(read.get(dst))
+
+
+def transfer_without_watch(client, src, dst, amount):
+    have, other = _balances(client, src, dst)
+    if have < amount:
+        return False
+    client.set(src, have - amount)
+    client.set(dst, other + amount)
+    return True
+
+
+def transfer_multi_without_watch(client, src, dst, amount):
+    have, other = _balances(client, src, dst)
+    if have < amount:
+        return False
+    pipe = client.pipeline(transaction=True)
+    pipe.set(src, have - amount)
+    pipe.set(dst, other + amount)
+    pipe.execute()
+    return True
+
+
+def _watched_attempt(pipe, src, dst, amount, *watches):
+    """WATCH, read, MULTI and the two SETs queued; None when refused, else the balances read."""
+    pipe.watch(*watches)
+    have, other = _balances(pipe, src, dst)
+    if have < amount:
+        return None
+    pipe.multi()
+    pipe.set(src, have - amount)
+    pipe.set(dst, other + amount)
+    return have, other
+
+
+def transfer_giving_up(client, src, dst, amount):
+    with client.pipeline() as pipe:
+        if _watched_attempt(pipe, src, dst, amount, src, dst) is None:
+            return False
+        try:
+            pipe.execute()
+        except WatchError:
+            return False  # an abort taken for a refusal
+        return True
+
+
+def transfer_ignoring_the_abort(client, src, dst, amount):
+    with client.pipeline() as pipe:
+        if _watched_attempt(pipe, src, dst, amount, src, dst) is None:
+            return False
+        try:
+            pipe.execute()
+        except WatchError:
+            pass  # as a Jedis loop that does not check exec() for null
+        return True
+
+
+def transfer_retrying_blind(client, src, dst, amount):
+    with client.pipeline() as pipe:
+        read = _watched_attempt(pipe, src, dst, amount, src, dst)
+        if read is None:
+            return False
+        try:
+            pipe.execute()
+        except WatchError:
+            pipe.multi()  # the same writes again, from the stale read, with no WATCH left
+            pipe.set(src, read[0] - amount)
+            pipe.set(dst, read[1] + amount)
+            pipe.execute()
+        return True
+
+
+def transfer_watching_the_source(client, src, dst, amount):
+    with client.pipeline() as pipe:
+        while True:
+            try:
+                if _watched_attempt(pipe, src, dst, amount, src) is None:
+                    return False
+                pipe.execute()
+                return True
+            except WatchError:
+                continue
+
+
 WRONG_ANSWERS = [
     (exercises.check_ex01, incr_one_by_one, r"a speed-up of [\d.]+x where 3x is needed"),
     (exercises.check_ex02, set_ignoring_depth, "at depth 1 one execute\\(\\) sent 5,000 commands"),
@@ -156,6 +242,16 @@ WRONG_ANSWERS = [
     (exercises.check_ex06, get_in_one_pipeline, r"the server closed the connection \(1 output-buffer disconnection"),
     (exercises.check_ex06, get_ten_at_a_time, "over the budget of 262,144"),
     (exercises.check_ex06, get_one_per_pipeline, r"used \d+ pipelines of GETs where \d+ suffice"),
+    (exercises.check_ex07, transfer_without_watch, r"transfer sent no WATCH: with 4 writers the accounts hold [\d,]+ "
+                                                   r"in all where [\d,]+ went in"),
+    (exercises.check_ex07, transfer_multi_without_watch, "transfer sent MULTI/EXEC but no WATCH, so no EXEC "
+                                                         "could abort"),
+    (exercises.check_ex07, transfer_giving_up, r"returned False for [\d,]+ of [\d,]+ transfers that the source could "
+                                               r"pay .*right after an aborted EXEC"),
+    (exercises.check_ex07, transfer_ignoring_the_abort, r"transfers returned True although their last EXEC was "
+                                                        "aborted, so their money never moved"),
+    (exercises.check_ex07, transfer_retrying_blind, "sent MULTI/EXEC again without a new WATCH and read"),
+    (exercises.check_ex07, transfer_watching_the_source, r"transfers ran EXEC without a WATCH on both accounts"),
 ]
 
 

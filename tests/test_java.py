@@ -18,7 +18,8 @@ QUICK_ARGS = {"ch01-ping": (300, 3), "ch01-sadd": (300, 2), "ch02-depth": (2000,
               "ch03-jedis": (1000, 2), "ch03-lettuce": (1000, 2), "ch03-spring": (1000, 2),
               "ch03-redisson": (1000, 2), "ch03-jmh": None, "ch04-lrem": (100_000, 2, 1, "1000,10000,100000", 100), "ch04-errors": (1, 2),
               "ch04-timeout": (200_000, 1), "ch04-drop": None, "ch05-sadd": None, "ch05-moved": None,
-              "ch06-cut": None, "ch06-push": None, "ch07-mux": None, "ch07-watch": None}
+              "ch06-cut": None, "ch06-push": None, "ch07-mux": None, "ch07-watch": None,
+              "ch07-glide": None}
 
 
 def lrem_grows_ltrim_stays_flat(run) -> None:

@@ -26,12 +26,10 @@
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -116,9 +114,9 @@ public class Multiplexed {
                         .withClientName(LETTUCE_NAME).build());
                 StatefulRedisConnection<String, String> shared = lettuce.connect();
                 // Redisson's connections are the unnamed ones it adds to what is there already.
-                int unnamedBefore = connectionsNamed(control, "");
+                int unnamedBefore = LabSupport.connectionsNamed(control, "");
                 redisson = Redisson.create(RedissonSupport.config(s));
-                report.fact("redisson_connections_at_start", connectionsNamed(control, "") - unnamedBefore);
+                report.fact("redisson_connections_at_start", LabSupport.connectionsNamed(control, "") - unnamedBefore);
                 report.header(s.size() + " INCRs split over " + p.threads() + " threads per client, then "
                         + p.readers() + " readers' GETs beside a slow LRANGE of " + p.listLength() + " elements");
 
@@ -128,12 +126,12 @@ public class Multiplexed {
                         jedisPooled(report, s, control, pool, threads, jedisKey);
                         RedisCommands<String, String> sync = shared.sync();
                         run(report, s, control, "lettuce_t" + threads, "lettuce 1 conn t" + threads, lettuceKey,
-                                () -> split(pool, threads, s.size(), () -> lettuceIncr(sync, lettuceKey)),
-                                () -> connectionsNamed(control, LETTUCE_NAME));
+                                () -> LabSupport.split(pool, threads, s.size(), () -> lettuceIncr(sync, lettuceKey)),
+                                () -> LabSupport.connectionsNamed(control, LETTUCE_NAME));
                         RAtomicLong counter = redisson.getAtomicLong(redissonKey);
                         run(report, s, control, "redisson_t" + threads, "redisson t" + threads, redissonKey,
-                                () -> split(pool, threads, s.size(), () -> redissonIncr(counter)),
-                                () -> connectionsNamed(control, "") - unnamedBefore);
+                                () -> LabSupport.split(pool, threads, s.size(), () -> redissonIncr(counter)),
+                                () -> LabSupport.connectionsNamed(control, "") - unnamedBefore);
                     } finally {
                         pool.shutdownNow();
                     }
@@ -166,8 +164,8 @@ public class Multiplexed {
                 .poolConfig(config).build()) {
             pooled.getPool().addObjects(threads); // connection set-up stays out of the server's counters
             run(report, s, control, "jedis_pool_t" + threads, "jedis pool t" + threads, key,
-                    () -> split(pool, threads, s.size(), () -> jedisIncr(pooled, key)),
-                    () -> connectionsNamed(control, JEDIS_NAME));
+                    () -> LabSupport.split(pool, threads, s.size(), () -> jedisIncr(pooled, key)),
+                    () -> LabSupport.connectionsNamed(control, JEDIS_NAME));
         }
     }
 
@@ -183,9 +181,9 @@ public class Multiplexed {
                     String key, LabSupport.Step task, Count connections) throws Exception {
         control.del(key);
         Map<String, Long> callsBefore = LabSupport.commandCalls(s);
-        Map<String, Long> before = info(control, "stats");
+        Map<String, Long> before = LabSupport.infoNumbers(control, "stats");
         LabSupport.Samples samples = LabSupport.measure(s, null, task, null);
-        Map<String, Long> after = info(control, "stats");
+        Map<String, Long> after = LabSupport.infoNumbers(control, "stats");
         int open = connections.get(); // before commandCalls opens and closes a connection of its own
         Map<String, Long> calls = LabSupport.callsBetween(callsBefore, LabSupport.commandCalls(s));
         calls.remove("client|list"); // the count of connections just above, not the mode's
@@ -198,7 +196,7 @@ public class Multiplexed {
         report.wire(mode, calls);
         long commands = after.get("total_commands_processed") - before.get("total_commands_processed");
         long reads = after.get("total_reads_processed") - before.get("total_reads_processed");
-        report.fact(mode + "_cmds_per_read", round2((double) commands / Math.max(1, reads)));
+        report.fact(mode + "_cmds_per_read", LabSupport.round2((double) commands / Math.max(1, reads)));
         report.fact(mode + "_server_reads", reads);
         report.fact(mode + "_connections", open);
     }
@@ -223,25 +221,6 @@ public class Multiplexed {
         return counter.incrementAndGet();
     }
 
-    /** `total` calls split over `threads` threads that start together; rethrows a thread's failure. */
-    static void split(ExecutorService pool, int threads, int total, LabSupport.Step call) throws Exception {
-        CountDownLatch go = new CountDownLatch(1);
-        List<Future<?>> done = new ArrayList<>(threads);
-        for (int t = 0; t < threads; t++) {
-            int count = total / threads + (t < total % threads ? 1 : 0);
-            done.add(pool.submit(() -> {
-                go.await();
-                for (int i = 0; i < count; i++) {
-                    call.run();
-                }
-                return null;
-            }));
-        }
-        go.countDown();
-        for (Future<?> f : done) {
-            await(f);
-        }
-    }
     // --8<-- [end:mux]
 
     // ---------------------------------------------------------------- head-of-line blocking
@@ -315,7 +294,7 @@ public class Multiplexed {
         report.fact("hol_" + name + "_slow_commands", hol.slowCommands());
         if (slowConn != null) {
             long calls = lrangeAfter[0] - lrangeBefore[0];
-            report.fact("hol_" + name + "_lrange_server_us", round2((double) (lrangeAfter[1] - lrangeBefore[1]) / calls));
+            report.fact("hol_" + name + "_lrange_server_us", LabSupport.round2((double) (lrangeAfter[1] - lrangeBefore[1]) / calls));
             report.fact("hol_" + name + "_slowlog_entries", newSlowlogEntries(control, lastSlowlogId, "lrange"));
         }
     }
@@ -364,11 +343,11 @@ public class Multiplexed {
             }
             List<long[]> all = new ArrayList<>();
             for (Future<long[]> reader : readers) {
-                all.add(await(reader));
+                all.add(LabSupport.await(reader));
             }
             stop.set(true);
             if (slow != null) {
-                await(slow);
+                LabSupport.await(slow);
             }
             return new Hol(concat(all), slowCommands.get());
         } finally {
@@ -396,22 +375,6 @@ public class Multiplexed {
 
     // ---------------------------------------------------------------- server readings
 
-    /** The numeric fields of one INFO section ("total_reads_processed" -> 1234). */
-    static Map<String, Long> info(Jedis control, String section) {
-        Map<String, Long> fields = new LinkedHashMap<>();
-        for (String line : control.info(section).split("\r?\n")) {
-            int colon = line.indexOf(':');
-            if (colon > 0 && !line.startsWith("#")) {
-                try {
-                    fields.put(line.substring(0, colon), Long.parseLong(line.substring(colon + 1).trim()));
-                } catch (NumberFormatException notANumber) {
-                    // text fields are of no use here
-                }
-            }
-        }
-        return fields;
-    }
-
     /** {calls, usec} of one command from INFO commandstats ({0, 0} before its first call). */
     static long[] commandStat(Jedis control, String command) {
         for (String line : control.info("commandstats").split("\r?\n")) {
@@ -428,17 +391,6 @@ public class Multiplexed {
         return Long.parseLong(line.substring(at, end < 0 ? line.length() : end));
     }
 
-    /** How many of the server's connections carry `name` ("" counts the unnamed ones). */
-    static int connectionsNamed(Jedis control, String name) {
-        int count = 0;
-        for (String line : control.clientList().split("\r?\n")) {
-            if (line.contains(" name=" + name + " ")) {
-                count++;
-            }
-        }
-        return count;
-    }
-
     static long lastSlowlogId(Jedis control) {
         List<Slowlog> newest = control.slowlogGet(1);
         return newest.isEmpty() ? -1 : newest.get(0).getId();
@@ -453,14 +405,6 @@ public class Multiplexed {
     }
 
     // ---------------------------------------------------------------- helpers
-
-    static <T> T await(Future<T> future) throws Exception {
-        try {
-            return future.get();
-        } catch (ExecutionException e) {
-            throw e.getCause() instanceof Exception cause ? cause : e;
-        }
-    }
 
     static long[] concat(List<long[]> parts) {
         long[] all = new long[parts.stream().mapToInt(part -> part.length).sum()];
@@ -485,7 +429,4 @@ public class Multiplexed {
         return Math.round(nanos / 100.0) / 10.0;
     }
 
-    static double round2(double v) {
-        return Math.round(100 * v) / 100.0;
-    }
 }

@@ -21,7 +21,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -200,12 +199,11 @@ public class WatchRetry {
 
     /** The server's total_reads_processed (INFO stats): read() calls that got bytes from a client. */
     static long serverReads(Jedis control) {
-        for (String line : control.info("stats").split("\r?\n")) {
-            if (line.startsWith("total_reads_processed:")) {
-                return Long.parseLong(line.substring(line.indexOf(':') + 1).trim());
-            }
+        Long reads = LabSupport.infoNumbers(control, "stats").get("total_reads_processed");
+        if (reads == null) {
+            throw LabSupport.failure("INFO stats has no total_reads_processed (Redis 6.0 or newer has)");
         }
-        throw LabSupport.failure("INFO stats has no total_reads_processed (Redis 6.0 or newer has)");
+        return reads;
     }
 
     interface Writer {
@@ -225,11 +223,7 @@ public class WatchRetry {
         }
         go.countDown();
         for (Future<?> f : done) {
-            try {
-                f.get();
-            } catch (ExecutionException e) {
-                throw e.getCause() instanceof Exception cause ? cause : e;
-            }
+            LabSupport.await(f);
         }
     }
 }

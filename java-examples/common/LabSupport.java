@@ -22,6 +22,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
@@ -694,5 +698,65 @@ final class LabSupport {
         private static String seconds(double v) {
             return String.format(Locale.ROOT, v >= 0.01 ? "%.3f" : "%.5f", v);
         }
+    }
+
+    // ---------------------------------------------------------------- threads
+
+    /** `total` calls split over `threads` tasks of `pool` that start together; rethrows a task's failure. */
+    static void split(ExecutorService pool, int threads, int total, Step call) throws Exception {
+        CountDownLatch go = new CountDownLatch(1);
+        List<Future<?>> done = new ArrayList<>(threads);
+        for (int t = 0; t < threads; t++) {
+            int count = total / threads + (t < total % threads ? 1 : 0);
+            done.add(pool.submit(() -> {
+                go.await();
+                for (int i = 0; i < count; i++) {
+                    call.run();
+                }
+                return null;
+            }));
+        }
+        go.countDown();
+        for (Future<?> f : done) {
+            await(f);
+        }
+    }
+
+    /** The future's value; a failure comes out as what the task threw, not wrapped. */
+    static <T> T await(Future<T> future) throws Exception {
+        try {
+            return future.get();
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof Exception cause ? cause : e;
+        }
+    }
+
+    static double round2(double v) {
+        return Math.round(100 * v) / 100.0;
+    }
+
+    // ---------------------------------------------------------------- what the server reports
+
+    /** The numeric fields of one INFO section ("total_reads_processed" -> 1234); text fields are left out. */
+    static Map<String, Long> infoNumbers(Jedis jedis, String section) {
+        Map<String, Long> fields = new LinkedHashMap<>();
+        for (String line : jedis.info(section).split("\r?\n")) {
+            int colon = line.indexOf(':');
+            if (colon > 0 && !line.startsWith("#") && line.substring(colon + 1).strip().matches("-?\\d+")) {
+                fields.put(line.substring(0, colon), Long.parseLong(line.substring(colon + 1).strip()));
+            }
+        }
+        return fields;
+    }
+
+    /** How many of the server's connections carry `name` (CLIENT SETNAME; "" counts the unnamed ones). */
+    static int connectionsNamed(Jedis jedis, String name) {
+        int count = 0;
+        for (String line : jedis.clientList().split("\r?\n")) {
+            if (line.contains(" name=" + name + " ")) {
+                count++;
+            }
+        }
+        return count;
     }
 }

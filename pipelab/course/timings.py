@@ -61,6 +61,7 @@ EXERCISES = [
     Exercise("04", "Keep the latest 100, cheaply", "Ex04KeepLatest", 20),
     Exercise("05", "One slot per user", "Ex05OneSlotPerUser", 25),
     Exercise("06", "Stay under the reply budget", "Ex06StayUnderTheBudget", 20),
+    Exercise("07", "Move money without losing it", "Ex07MoveMoney", 25),
 ]
 
 
