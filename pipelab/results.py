@@ -31,8 +31,8 @@ def format_value(value, unit: str) -> str:
             if value >= size:
                 return f"{value / size:.1f} {name}"
         return f"{value:.0f} bytes"
-    if unit == "x":
-        return f"{value:.1f}x"
+    if unit == "x":  # a ratio under 1 keeps two decimals: 0.52x, not 0.5x
+        return f"{value:.1f}x" if value >= 1 else f"{value:.2f}x"
     if unit == "ops/s":
         return f"{value:,.0f} ops/s" if value >= 10 else f"{value:.2f} ops/s"
     if unit == "count":

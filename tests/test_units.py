@@ -79,6 +79,7 @@ def test_measurement_round_trips_through_a_dict():
 
 def test_figure_formats_each_unit():
     assert results.quantity(4.73, "x")["text"] == "4.7x"
+    assert results.quantity(0.517, "x")["text"] == "0.52x", "a ratio under 1 keeps two decimals"
     assert results.quantity(1234.4, "ms")["text"] == "1,234 ms"
     assert results.quantity(1.5, "ms")["text"] == "1.50 ms"
     assert results.quantity(22.27, "us")["text"] == "22.3 µs"
