@@ -80,8 +80,18 @@ def slot_map(client: redis.Redis) -> dict[int, str]:
     return {slot: node.id for node in cluster_nodes(client) if node.is_master for slot in node.slots}
 
 
-def free_cluster_port(masters: int = 3, low: int = 20_000, high: int = 30_000) -> int:
-    """A base port whose next `masters` ports and their bus ports are all free (bus ports stay below 65536)."""
+def ephemeral_low() -> int:
+    """The first port the kernel hands out to outgoing connections (Linux's ip_local_port_range)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768  # Linux's default; other systems start higher
+
+
+def free_cluster_port(masters: int = 3, low: int = 10_000, high: int = 30_000) -> int:
+    """A base port whose next `masters` ports and their bus ports are all free, all below the ephemeral
+    range: a port found free there now could be taken by any outgoing connection before the cluster starts."""
+    high = min(high, ephemeral_low() - BUS_OFFSET)
     for _ in range(200):
         base = random.randrange(low, high - masters)
         if all(port_is_free(p) and port_is_free(p + BUS_OFFSET) for p in range(base, base + masters)):

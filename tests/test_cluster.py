@@ -260,3 +260,13 @@ def test_bad_cluster_settings_are_one_sentence(cluster, other_redis, monkeypatch
     monkeypatch.setenv("PIPELAB_CLUSTER_PORT", "60000")
     with pytest.raises(LabError, match="out of range"):
         EmbeddedCluster()
+
+
+def test_a_chosen_cluster_port_stays_out_of_the_ephemeral_range():
+    """A free port in the ephemeral range can be taken by any outgoing connection before the cluster
+    starts (chapter 7's notebook opens hundreds before it starts one)."""
+    from pipelab.cluster import ephemeral_low
+
+    for _ in range(50):
+        base = free_cluster_port()
+        assert base + 2 + BUS_OFFSET < ephemeral_low(), base
