@@ -21,7 +21,7 @@ from ..lab import Size
 from ..measure import Measurement, measure
 from ..results import md_table, quantity
 from ..server import Endpoint
-from .ch01 import PUBLISHED as CH01_PUBLISHED
+from .ch01 import PUBLISHED as CH01_PUBLISHED, delete_keys
 from .claims import Claim
 
 PREFIX = "pipelab:ch07:"
@@ -403,8 +403,7 @@ def measure_variadic(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[
                                 server_cpu_us_per_key=delta.server_cpu_s * 1e6 / calls)
                 out[(workload, shape, n)] = m
         r.unlink(*[f"{PREFIX}var:sadd", f"{PREFIX}var:hset"])
-        for start in range(0, n, 10_000):
-            r.unlink(*keys[start:start + 10_000])
+        delete_keys(r, keys)
     counters.close()
     r.close()
     return out
@@ -429,8 +428,7 @@ def measure_reply_memory(endpoint: Endpoint, n: int) -> dict[str, int]:
                     fn(r, keys)
                 best = max(best, peak["tot_mem"])
             peaks[shape] = best
-        for start in range(0, n, 10_000):
-            r.unlink(*keys[start:start + 10_000])
+        delete_keys(r, keys)
     return peaks
 
 
@@ -826,18 +824,18 @@ def glide_batches(lab, loop: LoopThread, keys: list[str], repeat: int) -> dict:
                 before = observe.command_calls(r)
                 m = measure(f"GLIDE Batch({'atomic' if atomic else 'non-atomic'}), {n:,} SADDs",
                             lambda atomic=atomic: run(glide_sadd_batch(client, keys, atomic, timeout_ms=60_000)),
-                            ops=n, repeat=repeat, setup=lambda: _unlink(r, keys))
+                            ops=n, repeat=repeat, setup=lambda: delete_keys(r, keys))
                 calls = observe.command_calls(r)
                 m.params.update({c: (calls.get(c, 0) - before.get(c, 0)) // (repeat + 1) for c in ("sadd", "multi", "exec")})
                 out["atomic" if atomic else "pipeline"] = m
-            _unlink(r, keys)
+            delete_keys(r, keys)
             for big in GLIDE_TIMEOUT_N:
                 big_keys = [f"{PREFIX}glide:big:{i}" for i in range(big)]
                 start = time.perf_counter()
                 outcome = run(_outcome(glide_sadd_batch(client, big_keys, False)))
                 out[f"default_timeout_{big}"] = {"outcome": outcome, "seconds": time.perf_counter() - start,
                                                  "ran": settled_count(r, big_keys)}
-                _unlink(r, big_keys)
+                delete_keys(r, big_keys)
             key, counter = f"{PREFIX}glide:wrongtype", f"{PREFIX}glide:ran"
             for raise_on_error in (True, False):
                 r.delete(key, counter)
@@ -870,9 +868,6 @@ def settled_count(r: redis.Redis, keys: list[str]) -> int:
         time.sleep(0.2)
 
 
-def _unlink(r: redis.Redis, keys: list[str]) -> None:
-    for start in range(0, len(keys), 10_000):
-        r.unlink(*keys[start:start + 10_000])
 
 
 async def glide_cluster_client(cluster, **config):
