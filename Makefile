@@ -1,5 +1,5 @@
 # The reader's commands. Everything they install or generate lands in build/ (git ignores it).
-#   make book   measure on a real Redis, then build the site into build/site
+#   make book   measure on a real Redis (chapters whose inputs changed), then build the site into build/site
 #   make test   the test suite (what CI runs)
 #   make lab    JupyterLab on the notebooks, with Redis (and toxiproxy) running
 #   make serve  the site on http://127.0.0.1:8000
@@ -43,8 +43,9 @@ $(STAMP): pyproject.toml uv.lock | $(UV)
 	$(UV_SYNC) --extra test
 	@touch $@
 
+# make book CHAPTER=3 (or CHAPTERS=3,4) measures those chapters; FRESH=1 measures again what has not changed.
 book: $(STAMP) system-deps
-	$(BIN)/pipelab book $(if $(QUICK),--quick)
+	$(BIN)/pipelab book $(if $(QUICK),--quick) $(if $(CHAPTER)$(CHAPTERS),--chapters "$(CHAPTER) $(CHAPTERS)") $(if $(FRESH),--fresh)
 
 test: $(VENV)/.lab-installed system-deps  # the tests open `make lab`'s JupyterLab too
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

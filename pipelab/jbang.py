@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,13 +195,18 @@ def run_example(alias: str, host: str, port: int, *args) -> JavaRun:
         bar = tqdm(desc=f"jbang {alias}", unit=" lines", leave=False)
     proc = subprocess.Popen(argv, cwd=REPO, env=jbang_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
-    assert proc.stdout is not None
+    assert proc.stdout is not None and proc.stderr is not None
+    # stderr is drained beside stdout: an example that logs a lot would otherwise fill the pipe and stall.
+    err_chunks: list[str] = []
+    drain = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)
+    drain.start()
     for line in proc.stdout:
         lines.append(line.rstrip("\n"))
         if bar is not None:
             bar.update(1)
-    stderr = proc.stderr.read() if proc.stderr else ""
     proc.wait()
+    drain.join()
+    stderr = "".join(err_chunks)
     if bar is not None:
         bar.close()
     if proc.returncode != 0:

@@ -6,11 +6,13 @@ PIPELAB_SESSION variable; a notebook opened on its own starts (and later stops) 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import os
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import NamedTuple
 
 import redis
@@ -88,6 +90,16 @@ class Session:
         if self.redis is not None:
             self.redis.stop()
             self.redis = None
+
+    def server_identity(self) -> str:
+        """What the results depend on of the server: the binary's content when the lab started it,
+        else the attached server's address, name, version and build id."""
+        if self.redis is not None:
+            return "binary sha256 " + hashlib.sha256(Path(self.redis.binary).read_bytes()).hexdigest()
+        with self.endpoint.client() as client:
+            info = client.info("server")
+        return (f"{self.endpoint.host}:{self.endpoint.port} {info.get('server_name', 'redis')} "
+                f"{info.get('valkey_version') or info.get('redis_version')} {info.get('redis_build_id', '')}")
 
     def describe(self) -> dict:
         return {"redis_url": self.endpoint.url, "owned": self.owned,

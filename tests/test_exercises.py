@@ -2,9 +2,14 @@
 and a typical wrong answer to each exercise is refused for the right reason, on a real Redis."""
 from __future__ import annotations
 
+import time
+
 import nbformat
 import pytest
+import redis
+from redis.backoff import NoBackoff
 from redis.exceptions import WatchError
+from redis.retry import Retry
 
 from pipelab import paths
 from pipelab.book import build as book
@@ -24,7 +29,7 @@ def notebook_env(session):
 
 
 def test_one_exercise_and_one_solution_per_chapter():
-    assert [p.name[:2] for p in EXERCISES] == ["01", "02", "03", "04", "05", "06", "07"]
+    assert [p.name[:2] for p in EXERCISES] == ["01", "02", "03", "04", "05", "06", "07", "08"]
     solutions = paths.REPO / "notebooks" / "solutions"
     assert sorted(p.name for p in solutions.glob("*.ipynb")) == [p.name for p in EXERCISES]
     for path in [*EXERCISES, *solutions.glob("*.ipynb")]:
@@ -33,11 +38,17 @@ def test_one_exercise_and_one_solution_per_chapter():
         assert any("parameters" in c.metadata.get("tags", []) for c in nb.cells), path.name
 
 
+# Exercise 8's starter is code that runs, with the client's defaults, and falls into the trap: its check
+# says what happened instead of "fill in".
+STARTER_REFUSED = {8: r"Exercise 8 is not solved: the server ran the charge 2 times .*after [45]\.\d s"}
+
+
 @pytest.mark.parametrize("source", EXERCISES, ids=lambda p: p.stem)
 def test_an_exercise_notebook_stops_at_its_todo(source, tmp_path, notebook_env):
     number = int(source.name[:2])
     function = exercises.EXERCISES[number][0]
-    with pytest.raises(LabError, match=f"Exercise {number} is not solved yet: fill in {function}"):
+    refused = STARTER_REFUSED.get(number, f"Exercise {number} is not solved yet: fill in {function}")
+    with pytest.raises(LabError, match=refused):
         book.execute(source, tmp_path / source.name, {"QUICK": True})
     failed = nbformat.read(tmp_path / source.name, as_version=4)
     errors = [o for c in failed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
@@ -227,6 +238,95 @@ def transfer_watching_the_source(client, src, dst, amount):
                 continue
 
 
+EX08_TIMEOUT = 0.5  # the wrong answers' socket_timeout: each silent call costs this, not redis-py's 5 s
+EX08_SCRIPT = """if redis.call('SET', KEYS[2], 1, 'NX') then
+  for i = 1, #ARGV do redis.call('INCRBY', KEYS[1], ARGV[i]) end
+end"""
+
+
+def _marker(charge_id):
+    return f"pipelab:ex08:charged:{charge_id}"
+
+
+def _incrby_all(pipe, account, amounts):
+    for amount in amounts:
+        pipe.incrby(account, amount)
+
+
+def charge_with_default_retries(host, port, account, charge_id, amounts):
+    with redis.Redis(host=host, port=port, socket_timeout=EX08_TIMEOUT) as client, client.pipeline() as pipe:
+        _incrby_all(pipe, account, amounts)
+        pipe.execute()
+
+
+def charge_without_retries(host, port, account, charge_id, amounts):
+    with redis.Redis(host=host, port=port, socket_timeout=EX08_TIMEOUT, retry=Retry(NoBackoff(), 0)) as client:
+        pipe = client.pipeline()
+        _incrby_all(pipe, account, amounts)
+        pipe.execute()  # the TimeoutError reaches the caller
+
+
+def charge_marker_outside(host, port, account, charge_id, amounts):
+    with redis.Redis(host=host, port=port, socket_timeout=EX08_TIMEOUT) as client:
+        if client.set(_marker(charge_id), 1, nx=True):
+            pipe = client.pipeline()
+            _incrby_all(pipe, account, amounts)
+            pipe.execute()
+
+
+def charge_marker_in_multi_with_retries(host, port, account, charge_id, amounts):
+    with redis.Redis(host=host, port=port, socket_timeout=EX08_TIMEOUT) as client:
+        if client.exists(_marker(charge_id)):
+            return
+        pipe = client.pipeline()
+        pipe.set(_marker(charge_id), 1, nx=True)
+        _incrby_all(pipe, account, amounts)
+        pipe.execute()  # the client's Retry sends the whole MULTI/EXEC again
+
+
+def charge_watching_the_balance(host, port, account, charge_id, amounts):
+    def add(pipe):
+        balance = int(pipe.get(account) or 0)
+        pipe.multi()
+        pipe.set(account, balance + sum(amounts))
+
+    with redis.Redis(host=host, port=port, socket_timeout=EX08_TIMEOUT) as client:
+        client.transaction(add, account)
+
+
+def charge_with_a_blind_script(host, port, account, charge_id, amounts):
+    with redis.Redis(host=host, port=port, socket_timeout=EX08_TIMEOUT) as client:
+        client.eval("for i = 1, #ARGV do redis.call('INCRBY', KEYS[1], ARGV[i]) end", 1, account, *amounts)
+
+
+def charge_swallowing_the_timeout(host, port, account, charge_id, amounts):
+    with redis.Redis(host=host, port=port, socket_timeout=EX08_TIMEOUT, retry=Retry(NoBackoff(), 0)) as client:
+        try:
+            if client.exists(_marker(charge_id)):
+                return
+            pipe = client.pipeline()
+            _incrby_all(pipe, account, amounts)
+            pipe.set(_marker(charge_id), 1)
+            pipe.execute()
+        except redis.TimeoutError:
+            pass  # taken for "done"
+
+
+def charge_asking_only_after_a_timeout(host, port, account, charge_id, amounts):
+    with redis.Redis(host=host, port=port, socket_timeout=EX08_TIMEOUT, retry=Retry(NoBackoff(), 0)) as client:
+        for attempt in range(3):
+            try:
+                if attempt and client.exists(_marker(charge_id)):
+                    return
+                pipe = client.pipeline()
+                _incrby_all(pipe, account, amounts)
+                pipe.set(_marker(charge_id), 1)
+                pipe.execute()
+                return
+            except redis.TimeoutError:
+                continue
+
+
 WRONG_ANSWERS = [
     (exercises.check_ex01, incr_one_by_one, r"a speed-up of [\d.]+x where 3x is needed"),
     (exercises.check_ex02, set_ignoring_depth, "at depth 1 one execute\\(\\) sent 5,000 commands"),
@@ -252,15 +352,69 @@ WRONG_ANSWERS = [
                                                         "aborted, so their money never moved"),
     (exercises.check_ex07, transfer_retrying_blind, "sent MULTI/EXEC again without a new WATCH and read"),
     (exercises.check_ex07, transfer_watching_the_source, r"transfers ran EXEC without a WATCH on both accounts"),
+    (exercises.check_ex08, charge_with_default_retries, r"the server ran the charge 2 times \(the balance moved by 200 "
+                                                        r"where 100 was due\): your client gave up on the silent "
+                                                        r"connection after 0\.5 s.*redis-py's default Retry"),
+    (exercises.check_ex08, charge_without_retries, r"charge raised TimeoutError \(.*\) after its replies went silent, "
+                                                   "although the server had run the charge once"),
+    (exercises.check_ex08, charge_marker_outside, "the marker was written on its own, outside the MULTI/EXEC"),
+    (exercises.check_ex08, charge_marker_in_multi_with_retries, "a transaction has no 'if'"),
+    (exercises.check_ex08, charge_watching_the_balance, r"Redis\.transaction\(\) ran your function again"),
+    (exercises.check_ex08, charge_with_a_blind_script, "your script charged each time it ran"),
+    (exercises.check_ex08, charge_swallowing_the_timeout, "charge returned normally although its request never "
+                                                          "reached the server"),
+    (exercises.check_ex08, charge_asking_only_after_a_timeout, "calling charge again with charge_id 'order-2', "
+                                                               "already charged, moved the balance by 100"),
 ]
 
 
-@pytest.mark.parametrize("check, wrong, reason", WRONG_ANSWERS, ids=[w.__name__ for _, w, _ in WRONG_ANSWERS])
+@pytest.mark.parametrize("check, wrong, reason", WRONG_ANSWERS,
+                         ids=[f"{c.__name__.removeprefix('check_')}-{w.__name__}" for c, w, _ in WRONG_ANSWERS])
 def test_a_wrong_answer_is_refused_with_the_reason(check, wrong, reason, lab):
     with pytest.raises(NotSolved, match=reason) as refused:
         check(lab, wrong)
     assert str(refused.value).endswith("')."), "it names the chapter section to read"
     assert refused.value._render_traceback_() == [str(refused.value)]
+
+
+def charge_in_a_script(host, port, account, charge_id, amounts):
+    with redis.Redis(host=host, port=port, socket_timeout=EX08_TIMEOUT) as client:
+        client.eval(EX08_SCRIPT, 2, account, _marker(charge_id), *amounts)  # a resend finds the marker set
+
+
+def charge_watching_the_marker(host, port, account, charge_id, amounts):
+    def once(pipe):
+        if not pipe.exists(_marker(charge_id)):
+            pipe.multi()
+            _incrby_all(pipe, account, amounts)
+            pipe.set(_marker(charge_id), 1)
+
+    with redis.Redis(host=host, port=port, socket_timeout=EX08_TIMEOUT) as client:
+        client.transaction(once, _marker(charge_id))  # a lost EXEC reply: WatchError, and once() asks again
+
+
+@pytest.mark.parametrize("charge", [charge_in_a_script, charge_watching_the_marker], ids=lambda f: f.__name__)
+def test_ex08_accepts_other_exactly_once_designs(charge, lab):
+    # Not only the solution's (retries off, marker in MULTI/EXEC, asked before each send): what counts is
+    # one charge per charge_id, with the replies lost and with the request lost, and a normal return.
+    start = time.perf_counter()
+    figures = exercises.check_ex08(lab, charge)
+    assert figures["reply_lost_runs"] == figures["request_lost_runs"] == 1 and figures["repeat_moved"] == 0
+    assert figures["client_gave_up_s"] == pytest.approx(EX08_TIMEOUT, abs=0.3)
+    assert time.perf_counter() - start < 10
+
+
+def test_ex08_refuses_a_marker_outside_the_prefix(lab):
+    def charge(host, port, account, charge_id, amounts):
+        with redis.Redis(host=host, port=port, socket_timeout=EX08_TIMEOUT) as client:
+            client.eval(EX08_SCRIPT, 2, account, f"ex08-marker:{charge_id}", *amounts)
+
+    try:
+        with pytest.raises(NotSolved, match=r"charge wrote 'ex08-marker:order-1', outside pipelab:ex08:"):
+            exercises.check_ex08(lab, charge)
+    finally:
+        with lab.client() as client:
+            client.delete("ex08-marker:order-1")  # the one key this test made outside the lab's prefix
 
 
 def test_a_check_touches_only_its_own_keys(lab):

@@ -19,7 +19,8 @@ QUICK_ARGS = {"ch01-ping": (300, 3), "ch01-sadd": (300, 2), "ch02-depth": (2000,
               "ch03-redisson": (1000, 2), "ch03-jmh": None, "ch04-lrem": (100_000, 2, 1, "1000,10000,100000", 100), "ch04-errors": (1, 2),
               "ch04-timeout": (200_000, 1), "ch04-drop": None, "ch05-sadd": None, "ch05-moved": None,
               "ch06-cut": None, "ch06-push": None, "ch07-mux": None, "ch07-watch": None,
-              "ch07-glide": None}
+              "ch07-glide": None, "ch08-lettuce": None, "ch08-jedis": None, "ch08-redisson": None,
+              "ch08-spring": None}
 
 
 def lrem_grows_ltrim_stays_flat(run) -> None:

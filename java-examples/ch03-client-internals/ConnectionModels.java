@@ -2,7 +2,7 @@
 //JAVA 17+
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.springframework.data:spring-data-redis:4.1.1
-//DEPS io.lettuce:lettuce-core:7.5.2.RELEASE
+//DEPS io.lettuce:lettuce-core:7.7.0.RELEASE
 //DEPS org.openjdk.jmh:jmh-core:1.37
 //DEPS org.openjdk.jmh:jmh-generator-annprocess:1.37
 //DEPS org.slf4j:slf4j-simple:2.0.17
@@ -310,7 +310,7 @@ public class ConnectionModels {
 
         Map<String, String> clients = new LinkedHashMap<>();
         clients.put("jedis", version(Jedis.class, "8.0.2"));
-        clients.put("lettuce", version(RedisClient.class, "7.5.2.RELEASE"));
+        clients.put("lettuce", version(RedisClient.class, "7.7.0.RELEASE"));
         clients.put("spring-data-redis", version(RedisTemplate.class, "4.1.1"));
         clients.put("jmh", version(Runner.class, "1.37"));
 

@@ -2,7 +2,7 @@
 //JAVA 17+
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.springframework.data:spring-data-redis:4.1.1
-//DEPS io.lettuce:lettuce-core:7.5.2.RELEASE
+//DEPS io.lettuce:lettuce-core:7.7.0.RELEASE
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
@@ -31,7 +31,8 @@
 // `_connections` counts it, plus the shared connection a fresh factory opens on first use
 // even when only pipelines follow.
 //
-// Spring Data Redis 4.1 needs Java 17 (Spring Framework 7); Lettuce is the version its pom declares.
+// Spring Data Redis 4.1 needs Java 17 (Spring Framework 7). Its pom declares Lettuce 7.5.2; the
+// book pins 7.7.0 here too, so every Lettuce figure comes from one version.
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -75,7 +76,7 @@ public class SpringModes {
                 .client("jedis", LabSupport.versionOf(Jedis.class, "redis.clients", "jedis", "8.0.2"))
                 .client("spring-data-redis", LabSupport.versionOf(RedisTemplate.class,
                         "org.springframework.data", "spring-data-redis", "4.1.1"))
-                .client("lettuce", LabSupport.versionOf(RedisClient.class, "io.lettuce", "lettuce-core", "7.5.2.RELEASE"));
+                .client("lettuce", LabSupport.versionOf(RedisClient.class, "io.lettuce", "lettuce-core", "7.7.0.RELEASE"));
 
         // Two Jedis connections of our own: one for the untimed reset and check, one that only
         // reads INFO stats, so that its own reads are exactly one per reading.

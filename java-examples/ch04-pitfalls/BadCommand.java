@@ -38,8 +38,8 @@
 // commands (plus the handshake of a connection the client opens for the pipeline, as Spring
 // does) and how many of the four the server counted as failed calls: exactly 1, the LPUSH.
 //
-// Spring Data Redis 4.1.1 declares Lettuce 7.5.2; here it runs on the Lettuce 7.7.0 pinned
-// above, as one classpath holds one Lettuce.
+// Spring Data Redis 4.1.1 declares Lettuce 7.5.2; every example that uses Spring pins 7.7.0
+// instead, as the Lettuce examples do, so the book measures one Lettuce.
 
 import java.time.Duration;
 import java.util.ArrayList;

@@ -5,6 +5,7 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/Toxics.java
 
 // Chapter 4: a connection that drops in the middle of a pipeline. The example talks to Redis
 // through a toxiproxy proxy and adds two toxics of its own, through toxiproxy's HTTP API,
@@ -46,21 +47,10 @@
 // through it meanwhile. size is at least 5000: toxiproxy moves data in chunks of up to
 // 32 KB, and a smaller pipeline would reach Redis whole before the drop.
 
-import com.google.gson.JsonElement;
-import com.google.gson.JsonParser;
-
-import java.io.IOException;
-import java.net.URI;
-import java.net.URISyntaxException;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
-import java.util.Map;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -89,8 +79,8 @@ public class PartialPipeline {
     static final int DEFAULT_PROXY_PORT = 16381; // docker-compose.yml's toxiproxy
     static final int DEFAULT_SIZE = 20_000;
     static final int MIN_SIZE = 5_000;
-    static final String DEFAULT_API = "http://127.0.0.1:8474";
-    static final String DEFAULT_PROXY = "pipelab-redis";
+    static final String DEFAULT_API = Toxics.DEFAULT_API;
+    static final String DEFAULT_PROXY = Toxics.DEFAULT_PROXY;
 
     /** How long the whole pipeline would take to pass the bandwidth toxic; sets its rate. */
     static final long PASS_MS = 1_200;
@@ -139,8 +129,8 @@ public class PartialPipeline {
     }
 
     static void run(LabSupport.Settings s, String[] args) throws Exception {
-        Toxiproxy toxiproxy = new Toxiproxy(args.length > 3 ? args[3].trim() : DEFAULT_API,
-                args.length > 4 ? args[4].trim() : DEFAULT_PROXY);
+        Toxics toxiproxy = new Toxics(EXAMPLE, USAGE, args.length > 3 ? args[3].trim() : DEFAULT_API,
+                args.length > 4 ? args[4].trim() : DEFAULT_PROXY, TOXIC_PREFIX);
         toxiproxy.check(s.port()); // reachable, the proxy exists and is the one we talk through
 
         String pipelineKey = LabSupport.key("ch04", "java", "drop", "pipeline");
@@ -187,7 +177,7 @@ public class PartialPipeline {
 
     // --8<-- [start:scenarios]
     /** Scenario 1: N INCRs in a Jedis Pipeline while the connection drops. Returns k, the INCRs applied. */
-    static long jedisPipeline(LabSupport.Report report, LabSupport.Settings s, Toxiproxy toxiproxy,
+    static long jedisPipeline(LabSupport.Report report, LabSupport.Settings s, Toxics toxiproxy,
                               Jedis control, String key) throws Exception {
         int n = s.size();
         List<Response<Long>> replies = new ArrayList<>(n);
@@ -197,7 +187,7 @@ public class PartialPipeline {
         // Connected, handshake done (CLIENT SETINFO), before the toxics exist: they act on the pipeline only.
         try (Jedis jedis = new Jedis(s.host(), s.port())) {
             long id = jedis.clientId();
-            toxiproxy.addDrop(n * (long) incrBytes(key));
+            toxiproxy.addDrop(n * (long) Toxics.incrBytes(key), PASS_MS, RESET_AFTER_MS);
             long start = System.nanoTime();
             try {
                 // No try-with-resources: Pipeline#close() would sync() again on the broken connection.
@@ -214,13 +204,13 @@ public class PartialPipeline {
             }
             elapsed = (System.nanoTime() - start) / 1_000_000;
             toxiproxy.removeDrop();
-            awaitServerClosed(control, id);
+            Toxics.awaitServerClosed(control, id);
         }
         if (error == null) {
             throw LabSupport.failure("the pipeline of " + n + " INCRs went through although the proxy was to drop it;"
                     + " are host and port the address of proxy '" + toxiproxy.proxy + "'?");
         }
-        long applied = counter(control, key);
+        long applied = Toxics.counter(control, key);
         report.fact("bandwidth_kb_s", toxiproxy.lastRate);
         report.fact("reset_after_ms", RESET_AFTER_MS);
         report.fact("pipeline_exception", describe(error));
@@ -246,7 +236,7 @@ public class PartialPipeline {
                 last = pipeline.incr(key);
             }
             pipeline.sync();
-            long counter = counter(control, key);
+            long counter = Toxics.counter(control, key);
             if (last.get() != counter) {
                 throw LabSupport.failure("the last INCR of the retry returned " + last.get() + " but the counter is " + counter);
             }
@@ -262,13 +252,14 @@ public class PartialPipeline {
      * the +OK and the N QUEUED replies (Connection#getMany) and only then writes EXEC.
      * Then the transaction is sent again, without toxics: exactly N.
      */
-    static void transaction(LabSupport.Report report, LabSupport.Settings s, Toxiproxy toxiproxy,
+    static void transaction(LabSupport.Report report, LabSupport.Settings s, Toxics toxiproxy,
                             Jedis control, String key) throws Exception {
         int n = s.size();
         Exception error = null;
         try (Jedis jedis = new Jedis(s.host(), s.port())) {
             long id = jedis.clientId();
-            toxiproxy.addDrop(n * (long) incrBytes(key) + 2 * 15); // + MULTI and EXEC, 15 bytes each
+            // + MULTI and EXEC, 15 bytes each
+            toxiproxy.addDrop(n * (long) Toxics.incrBytes(key) + 2 * 15, PASS_MS, RESET_AFTER_MS);
             try {
                 // As with the pipeline, no try-with-resources: close() would DISCARD on a dead connection.
                 Transaction tx = jedis.multi();
@@ -280,13 +271,13 @@ public class PartialPipeline {
                 error = e;
             }
             toxiproxy.removeDrop();
-            awaitServerClosed(control, id);
+            Toxics.awaitServerClosed(control, id);
         }
         if (error == null) {
             throw LabSupport.failure("the transaction of " + n + " INCRs went through although the proxy was to drop it");
         }
         report.fact("transaction_exception", describe(error));
-        report.fact("transaction_applied", counter(control, key));
+        report.fact("transaction_applied", Toxics.counter(control, key));
 
         try (Jedis jedis = new Jedis(s.host(), s.port())) {
             Transaction tx = jedis.multi();
@@ -298,7 +289,7 @@ public class PartialPipeline {
                 throw LabSupport.failure("the retried transaction returned " + (results == null ? "null" : results.size() + " results"));
             }
         }
-        report.fact("transaction_retry_counter", counter(control, key));
+        report.fact("transaction_retry_counter", Toxics.counter(control, key));
     }
 
     /**
@@ -314,7 +305,7 @@ public class PartialPipeline {
      * made while they were still in place loses its handshake reply to reset_peer and is
      * dropped too; the next one gets through.
      */
-    static void lettucePipeline(LabSupport.Report report, LabSupport.Settings s, Toxiproxy toxiproxy,
+    static void lettucePipeline(LabSupport.Report report, LabSupport.Settings s, Toxics toxiproxy,
                                 Jedis control, RedisClient client, String key) throws Exception {
         int n = s.size();
         CountDownLatch dropped = new CountDownLatch(1);
@@ -329,7 +320,7 @@ public class PartialPipeline {
         StatefulRedisConnection<String, String> connection = client.connect();
         long id = connection.sync().clientId();
         List<RedisFuture<Long>> futures = new ArrayList<>(n);
-        toxiproxy.addDrop(n * (long) incrBytes(key));
+        toxiproxy.addDrop(n * (long) Toxics.incrBytes(key), PASS_MS, RESET_AFTER_MS);
         RedisAsyncCommands<String, String> async = connection.async();
         connection.setAutoFlushCommands(false);
         try {
@@ -363,8 +354,8 @@ public class PartialPipeline {
                 firstError = firstError == null ? describe(cause) : firstError;
             }
         }
-        awaitServerClosed(control, id); // the old connection: its last applied INCRs are in the count
-        long counter = counter(control, key);
+        Toxics.awaitServerClosed(control, id); // the old connection: its last applied INCRs are in the count
+        long counter = Toxics.counter(control, key);
         connection.close();
         report.fact("lettuce_futures_ok", ok);
         report.fact("lettuce_futures_failed", failed);
@@ -383,33 +374,8 @@ public class PartialPipeline {
 
     // ---------------------------------------------------------------- helpers
 
-    /** Bytes of one INCR in RESP: *2 $4 INCR $len key, each line ending in CRLF. */
-    static int incrBytes(String key) {
-        int keyLength = key.getBytes(StandardCharsets.UTF_8).length;
-        return ("*2\r\n$4\r\nINCR\r\n$" + keyLength + "\r\n").length() + keyLength + 2;
-    }
 
-    /** The counter's value; a key that was never written counts 0. */
-    static long counter(Jedis control, String key) {
-        String value = control.get(key);
-        return value == null ? 0 : Long.parseLong(value);
-    }
 
-    /**
-     * Waits until Redis no longer lists the dropped connection: it has read and applied all it
-     * will ever get from it, so a counter read afterwards is final. (The proxy delivers the
-     * data it was still holding before it closes its side towards Redis.)
-     */
-    static void awaitServerClosed(Jedis control, long clientId) throws InterruptedException {
-        long deadline = System.nanoTime() + WAIT.toNanos();
-        while (!control.clientList(clientId).isBlank()) {
-            if (System.nanoTime() > deadline) {
-                throw LabSupport.failure("Redis still has the dropped connection (client id " + clientId + ") open after "
-                        + WAIT.toSeconds() + " s, so its counter is not final");
-            }
-            Thread.sleep(10);
-        }
-    }
 
     /** "JedisConnectionException: java.net.SocketException: Connection reset", one line. */
     static String describe(Throwable e) {
@@ -418,156 +384,5 @@ public class PartialPipeline {
             message = e.getCause().toString();
         }
         return e.getClass().getSimpleName() + (message == null ? "" : ": " + message.strip().replaceAll("\\s+", " "));
-    }
-
-    // ---------------------------------------------------------------- toxiproxy
-
-    /**
-     * The few calls of toxiproxy's HTTP API the example needs, with java.net.http. Toxics are
-     * added to and removed from the named proxy only, and only the example's own (by name).
-     */
-    static final class Toxiproxy {
-        static final String BANDWIDTH = TOXIC_PREFIX + "bandwidth";
-        static final String RESET = TOXIC_PREFIX + "reset";
-
-        final String api;
-        final String proxy;
-        final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-        long lastRate;
-
-        Toxiproxy(String api, String proxy) {
-            this.api = api.endsWith("/") ? api.substring(0, api.length() - 1) : api;
-            this.proxy = proxy;
-            try {
-                URI uri = new URI(this.api);
-                if (!("http".equals(uri.getScheme()) || "https".equals(uri.getScheme())) || uri.getHost() == null) {
-                    throw new URISyntaxException(api, "not an http:// URL");
-                }
-            } catch (URISyntaxException e) {
-                throw new LabSupport.Stop(2, EXAMPLE + ": toxiproxy-api-url must be an http URL such as "
-                        + DEFAULT_API + ", not '" + api + "'; " + USAGE + ".");
-            }
-            if (!proxy.matches("[A-Za-z0-9._-]+")) {
-                throw new LabSupport.Stop(2, EXAMPLE + ": proxy-name must be a toxiproxy proxy name such as "
-                        + DEFAULT_PROXY + ", not '" + proxy + "'; " + USAGE + ".");
-            }
-        }
-
-        /**
-         * The API answers, the proxy exists and listens on the port we connect to, and carries no
-         * toxics but ours (a latency toxic left by another run would change what arrives when).
-         */
-        void check(int port) {
-            String body;
-            try {
-                body = call("GET", "/proxies/" + proxy, null, 200, 404);
-            } catch (IOException e) {
-                throw new LabSupport.Stop(4, "Cannot reach the toxiproxy API at " + api + ": "
-                        + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage())
-                        + ". Start toxiproxy (docker compose up) or pass its API URL as the 4th argument.");
-            }
-            if (body == null) {
-                throw new LabSupport.Stop(2, "Toxiproxy at " + api + " has no proxy named '" + proxy
-                        + "'; create it in front of Redis or pass its name as the 5th argument.");
-            }
-            JsonElement listen = JsonParser.parseString(body).getAsJsonObject().get("listen");
-            String address = listen == null ? "an unknown address" : listen.getAsString();
-            if (!address.endsWith(":" + port)) {
-                throw new LabSupport.Stop(2, "Proxy '" + proxy + "' listens on " + address + ", not on port " + port
-                        + "; pass the proxy's listen address as host and port.");
-            }
-            removeOurs(); // leftovers of an interrupted run
-            List<String> others = toxicNames();
-            if (!others.isEmpty()) {
-                throw new LabSupport.Stop(2, "Proxy '" + proxy + "' already has toxics " + others
-                        + "; remove them first, they would change what reaches Redis.");
-            }
-        }
-
-        /**
-         * The two toxics for a transfer of `bytes`: a rate (KB/s = bytes per ms) at which it
-         * would take PASS_MS, and the reset RESET_AFTER_MS after the first reply. Existing
-         * connections get them too (toxiproxy adds a toxic to every link of the proxy).
-         */
-        void addDrop(long bytes) throws IOException {
-            lastRate = Math.max(1, (bytes + PASS_MS - 1) / PASS_MS);
-            add(BANDWIDTH, "bandwidth", "upstream", Map.of("rate", lastRate));
-            add(RESET, "reset_peer", "downstream", Map.of("timeout", RESET_AFTER_MS));
-        }
-
-        /**
-         * Removes both, reset first so that no new connection gets it. Deleting a reset_peer
-         * whose clock is running waits for it to fire (its Pipe cannot be interrupted while it
-         * sleeps); deleting the bandwidth toxic lets the data it still holds through at once.
-         */
-        void removeDrop() throws IOException {
-            remove(RESET);
-            remove(BANDWIDTH);
-        }
-
-        /** For finally blocks: our toxics gone, and a problem reported rather than thrown. */
-        void removeOurs() {
-            try {
-                for (String name : toxicNames()) {
-                    if (name.startsWith(TOXIC_PREFIX)) {
-                        remove(name);
-                    }
-                }
-            } catch (IOException | RuntimeException e) {
-                System.err.println("Warning: could not remove toxics " + TOXIC_PREFIX + "* from proxy '" + proxy
-                        + "' at " + api + ": " + e.getMessage());
-            }
-        }
-
-        private List<String> toxicNames() {
-            try {
-                String body = call("GET", "/proxies/" + proxy + "/toxics", null, 200);
-                List<String> names = new ArrayList<>();
-                for (JsonElement toxic : JsonParser.parseString(body).getAsJsonArray()) {
-                    names.add(toxic.getAsJsonObject().get("name").getAsString());
-                }
-                return names;
-            } catch (IOException e) {
-                throw new IllegalStateException("toxiproxy: " + e.getMessage(), e);
-            }
-        }
-
-        private void add(String name, String type, String stream, Map<String, Object> attributes) throws IOException {
-            String json = LabSupport.toJson(Map.of("name", name, "type", type, "stream", stream, "toxicity", 1.0,
-                    "attributes", attributes));
-            call("POST", "/proxies/" + proxy + "/toxics", json, 200);
-        }
-
-        /** DELETE; a toxic that is already gone (404) is fine. */
-        private void remove(String name) throws IOException {
-            call("DELETE", "/proxies/" + proxy + "/toxics/" + name, null, 204, 200, 404);
-        }
-
-        /** One request; returns the body, or null for a 404 the caller accepts. */
-        private String call(String method, String path, String json, int... expected) throws IOException {
-            HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(api + path)).timeout(WAIT)
-                    .method(method, json == null ? HttpRequest.BodyPublishers.noBody()
-                            : HttpRequest.BodyPublishers.ofString(json));
-            if (json != null) {
-                request.header("Content-Type", "application/json");
-            }
-            HttpResponse<String> response;
-            try {
-                response = http.send(request.build(), HttpResponse.BodyHandlers.ofString());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException("interrupted", e);
-            } catch (IOException e) {
-                // HttpClient's ConnectException carries no message; say what failed.
-                throw e.getMessage() != null ? e
-                        : new IOException(e instanceof java.net.ConnectException ? "connection refused" : e.getClass().getSimpleName(), e);
-            }
-            for (int status : expected) {
-                if (response.statusCode() == status) {
-                    return status == 404 ? null : response.body();
-                }
-            }
-            throw new IOException(method + " " + path + " answered " + response.statusCode() + ": " + response.body().strip());
-        }
     }
 }

@@ -137,8 +137,9 @@ public class TimeoutBatch {
                 once(report, s, control, keys, "redisson_timeout_no_retry",
                         () -> freshRedisson(s, client -> redissonBatch(client, keys, timeoutMs, 0)));
 
-                // 4. Again, with Redisson's default retries (Config: retryAttempts 4, retryDelay
-                // 1-2 s): after each response timeout RedisExecutor sends the whole batch again.
+                // 4. Again, with Redisson's default retries (Config: retryAttempts 4, EqualJitterDelay:
+                // 0.5-1 s before the first retry, 1-2 s later): after each response timeout
+                // RedisExecutor sends the whole batch again.
                 once(report, s, control, keys, "redisson_timeout_default_retry",
                         () -> freshRedisson(s, client -> redissonBatch(client, keys, timeoutMs, -1)));
 

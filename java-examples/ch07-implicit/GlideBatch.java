@@ -79,31 +79,13 @@ public class GlideBatch {
         if (threads.stream().anyMatch(t -> t > MAX_THREADS)) {
             throw new LabSupport.Stop(2, EXAMPLE + ": threads must be at most " + MAX_THREADS + ", not " + threads + ".");
         }
-        LabSupport.Settings cluster = extra.length > 1 ? clusterNode(s, extra[1]) : null;
+        LabSupport.Settings cluster = extra.length > 1
+                ? LabSupport.serverAt(s, extra[1], "cluster must be host:port of one cluster node") : null;
         int incrs = extra.length > 2 ? LabSupport.intList(EXAMPLE, "incrs", extra[2]).get(0) : s.size();
         int bigBatch = extra.length > 3 ? LabSupport.intList(EXAMPLE, "bigBatch", extra[3]).get(0) : 400_000;
         int clusterSets = extra.length > 4 ? LabSupport.intList(EXAMPLE, "clusterSets", extra[4]).get(0) : 300;
         int clusterCalls = extra.length > 5 ? LabSupport.intList(EXAMPLE, "clusterCalls", extra[5]).get(0) : 20;
         return new Params(threads, cluster, incrs, bigBatch, clusterSets, clusterCalls);
-    }
-
-    /** "host:port" of a cluster node as Settings (so LabSupport's sentences name it), or null for "-". */
-    static LabSupport.Settings clusterNode(LabSupport.Settings s, String text) {
-        if (text.strip().equals("-")) {
-            return null;
-        }
-        int colon = text.lastIndexOf(':');
-        try {
-            String host = text.substring(0, colon).strip();
-            int port = Integer.parseInt(text.substring(colon + 1).strip());
-            if (!host.isEmpty() && port >= 1 && port <= 65_535) {
-                return new LabSupport.Settings(s.example(), host, port, s.size(), s.repeat(), s.warmup());
-            }
-        } catch (RuntimeException malformed) {
-            // reported below
-        }
-        throw new LabSupport.Stop(2, EXAMPLE + ": cluster must be host:port of one cluster node, or - for none,"
-                + " not '" + text + "'.");
     }
 
     static void bench(LabSupport.Settings s, String[] extra) throws Exception {

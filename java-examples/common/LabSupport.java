@@ -163,6 +163,28 @@ final class LabSupport {
         return List.copyOf(out);
     }
 
+    /**
+     * Another server named on the command line as host:port (a cluster node, a replicated master), as
+     * Settings so that LabSupport's sentences name it; null for "-". `what` names it in the one-sentence
+     * error, e.g. "cluster must be host:port of one cluster node".
+     */
+    static Settings serverAt(Settings s, String text, String what) {
+        if (text.strip().equals("-")) {
+            return null;
+        }
+        int colon = text.lastIndexOf(':');
+        try {
+            String host = text.substring(0, colon).strip();
+            int port = Integer.parseInt(text.substring(colon + 1).strip());
+            if (!host.isEmpty() && port >= 1 && port <= 65_535) {
+                return new Settings(s.example(), host, port, s.size(), s.repeat(), s.warmup());
+            }
+        } catch (RuntimeException malformed) {
+            // reported below
+        }
+        throw new Stop(2, s.example() + ": " + what + ", or - for none, not '" + text + "'.");
+    }
+
     /** The arguments after the five usual ones (none if there are not more than five). */
     static String[] extra(String[] args) {
         return args.length > 5 ? Arrays.copyOfRange(args, 5, args.length) : new String[0];

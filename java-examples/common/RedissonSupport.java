@@ -1,13 +1,19 @@
 // The Redisson configuration of the examples that use Redisson (one server: chapter 1's
-// SaddBench, chapter 3's RedissonModes, chapter 4's; a cluster: chapter 5's), kept once so that
-// all run the same one, and Redisson's two ways of sending the SADD workload (one by one, an
-// RBatch), the same code on one server and on a cluster. Only they pull it in,
+// SaddBench, chapter 3's RedissonModes, chapter 4's, chapter 8's RedissonTraps; a cluster:
+// chapter 5's), kept once so that all run the same one, Redisson's two ways of sending the SADD
+// workload (one by one, an RBatch), the same code on one server and on a cluster, and the plumbing
+// of a run that may time out (a client of its own, the exception in one line, waiting until Redis
+// has run what it was sent). Only they pull it in,
 //   //SOURCES ../common/RedissonSupport.java
 // since it compiles against the Redisson each of them declares in //DEPS; LabSupport and
 // SaddWorkload stay Jedis-only.
 
+import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 
+import org.redisson.Redisson;
 import org.redisson.api.RBatch;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
@@ -72,6 +78,71 @@ final class RedissonSupport {
         config.setCodec(StringCodec.INSTANCE);
         config.useClusterServers().addNodeAddress(address(s)).setScanInterval(scanIntervalMs);
         return config;
+    }
+
+    // ---------------------------------------------------------------- runs that may time out
+
+    /** Work to run on a Redisson client of its own. */
+    interface ClientTask<T> {
+        T run(RedissonClient client) throws Exception;
+    }
+
+    /**
+     * Runs `task` on a new client made from `config` and shuts that client down afterwards, also
+     * after an exception. A batch that timed out leaves its connection still receiving (or
+     * skipping) the late replies; a client of its own keeps that away from the next run.
+     */
+    static <T> T withFreshClient(Config config, ClientTask<T> task) throws Exception {
+        RedissonClient client = Redisson.create(config);
+        try {
+            return task.run(client);
+        } finally {
+            client.shutdown();
+        }
+    }
+
+    /**
+     * An exception as one short line, "RedisResponseTimeoutException: Redis server response
+     * timeout (25 ms) occurred after 1 of 1 retry attempts": the message is cut where Redisson
+     * starts appending node, channel and Netty details (its first comma, or ". channel:").
+     */
+    static String describe(Throwable e) {
+        String message = e.getMessage() == null ? "" : e.getMessage().strip().replaceAll("\\s+", " ");
+        int channel = message.indexOf(". channel:"); // Redis's own error text ends here
+        if (channel > 0) {
+            message = message.substring(0, channel + 1);
+        }
+        int comma = message.indexOf(',');
+        if (comma > 0) {
+            message = message.substring(0, comma);
+        }
+        if (message.length() > 160) {
+            message = message.substring(0, 157) + "...";
+        }
+        return e.getClass().getSimpleName() + (message.isEmpty() ? "" : ": " + message);
+    }
+
+    /**
+     * How many times Redis ran `command` (INFO commandstats, e.g. "incr") since `before`, read
+     * every 200 ms until two readings agree: a client's timeout cancels nothing, so after one
+     * Redis may still be working through what it was sent. Gives up after `limit`.
+     */
+    static long settledCalls(LabSupport.Settings s, Map<String, Long> before, String command, Duration limit)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + limit.toNanos();
+        long last = -1;
+        while (true) {
+            long now = LabSupport.callsBetween(before, LabSupport.commandCalls(s)).getOrDefault(command, 0L);
+            if (now == last) {
+                return now;
+            }
+            if (System.nanoTime() > deadline) {
+                throw LabSupport.failure("Redis was still executing " + command.toUpperCase(Locale.ROOT) + " "
+                        + limit.toSeconds() + " s after the run");
+            }
+            last = now;
+            Thread.sleep(200);
+        }
     }
 
     private static String address(LabSupport.Settings s) {

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import LabError
 from ..paths import REPO, build_dir, notebooks_out_dir
+from . import inputs
 
 PARAMETERS_TAG = "parameters"
 
@@ -81,12 +82,23 @@ def attach_kernels(session_env: dict) -> None:
     os.environ.update(session_env, **kernel_env(), PIPELAB_PROGRESS="0")
 
 
-def run_notebooks(session_env: dict, quick: bool, only: list[str] | None = None) -> list[Path]:
+def run_notebooks(session_env: dict, quick: bool, only: list[str] | None = None, *, server: str | None = None,
+                  fresh: bool = True) -> list[Path]:
+    """Execute the notebooks; with `server` (the server's identity) and not `fresh`, a chapter whose
+    inputs are unchanged since its last run keeps its results and is not measured again."""
     attach_kernels(session_env)
     done = []
     for source in notebooks(only):
+        key = inputs.chapter_key(source, quick=quick, server=server) if server else None
+        if key and not fresh and inputs.unchanged(source, key):
+            print(f"pipelab: {source.relative_to(REPO)} unchanged since its last run (inputs {key['key'][:12]}); "
+                  "keeping its results (FRESH=1 measures it again)", flush=True)
+            done.append(notebooks_out_dir() / source.name)
+            continue
         print(f"pipelab: executing {source.relative_to(REPO)} {'(quick mode)' if quick else ''}", flush=True)
         done.append(execute(source, notebooks_out_dir() / source.name, {"QUICK": quick}))
+        if key:
+            inputs.record(source, key)
     return done
 
 

@@ -10,7 +10,7 @@ import time
 
 from .. import jbang, proxy
 from ..course import timings as course
-from ..errors import friendly
+from ..errors import LabError, friendly
 from ..lab import Session
 from ..paths import REPO, build_dir
 from . import build as book
@@ -21,17 +21,28 @@ def _term_as_interrupt(*_):
     raise KeyboardInterrupt
 
 
+def chapter_prefixes(text: str | None) -> list[str] | None:
+    """"3,4" or "03 4" -> ["03", "04"]: what `make book CHAPTERS=3,4` passes."""
+    if not text:
+        return None
+    out = []
+    for part in text.replace(",", " ").split():
+        if not part.isdigit():
+            raise LabError(f"CHAPTER/CHAPTERS takes chapter numbers such as 3 or 3,4, not {part!r}.")
+        out.append(f"{int(part):02d}")
+    return out
+
+
 def cmd_book(args) -> int:
     started = time.monotonic()
     jbang.require_jdk()
     jbang.jbang_argv(["version"])  # fetch JBang now, not in the middle of a notebook
+    only = (args.only or []) + (chapter_prefixes(args.chapters) or []) or None
     with Session() as session:
         print(f"pipelab: Redis at {session.endpoint.url} ({'started by the lab' if session.owned else 'REDIS_URL'}); "
               f"RTT injection: {session.proxy_note}", flush=True)
-        book.run_notebooks(session.env(), quick=args.quick, only=args.only)
-        if not args.only:  # the trainer's page times the course's solutions on this machine too
-            print("pipelab: timing the course's solutions (notebooks/solutions, jbang exNN-solution)", flush=True)
-            course.run_solutions(session.endpoint.host, session.endpoint.port, quick=args.quick)
+        book.run_notebooks(session.env(), quick=args.quick, only=only, server=session.server_identity(),
+                           fresh=args.fresh)
     if not args.no_site:
         index = book.build_site()
         print(f"pipelab: site built: {index}")
@@ -44,6 +55,7 @@ def cmd_course(args) -> int:
         book.attach_kernels(session.env())
         saved = course.run_solutions(session.endpoint.host, session.endpoint.port, quick=args.quick)
     print(f"pipelab: every solution passed; timings in {saved}")
+    print(f"pipelab: site built with the timings: {book.build_site()}")
     return 0
 
 
@@ -125,6 +137,8 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("book", help="execute the notebooks against a real Redis, then build the site")
     b.add_argument("--quick", action="store_true", help="small sizes (what the tests use)")
     b.add_argument("--only", nargs="*", help="notebook name prefixes, e.g. 01")
+    b.add_argument("--chapters", help="chapter numbers, e.g. 3 or 3,4 (make book CHAPTERS=3,4)")
+    b.add_argument("--fresh", action="store_true", help="measure every chapter again, changed or not")
     b.add_argument("--no-site", action="store_true", help="measure only")
     b.set_defaults(func=cmd_book)
     sub.add_parser("site", help="build the site from the results there are").set_defaults(func=cmd_site)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from .. import results
 from ..chapters import claims
+from ..paths import results_dir
 from ..results import md_table
 
 
@@ -19,7 +20,8 @@ ENV_FIELDS = [("server", "Server"), ("redis_version", "Version"), ("mem_allocato
 
 
 def environment_table(chapter: str, base: Path | None = None) -> str:
-    names = claims.result_names(chapter)
+    saved = {f"{chapter}/{p.stem}" for p in ((base or results_dir()) / chapter).glob("*.json")}
+    names = sorted(set(claims.result_names(chapter)) | saved)  # a chapter without claims has results too
     envs = [doc["environment"] for doc in (results.load(n, base) for n in names) if doc]
     if not envs:
         return "_Not measured yet: run `make book`._"

@@ -62,6 +62,7 @@ EXERCISES = [
     Exercise("05", "One slot per user", "Ex05OneSlotPerUser", 25),
     Exercise("06", "Stay under the reply budget", "Ex06StayUnderTheBudget", 20),
     Exercise("07", "Move money without losing it", "Ex07MoveMoney", 25),
+    Exercise("08", "Charge once", "Ex08ChargeOnce", 25),
 ]
 
 
@@ -157,7 +158,7 @@ def _cells(notebook: Path) -> list:
 def footprint_table() -> str:
     doc = results.load(TIMINGS)
     if not doc or "venv_bytes" not in doc["summary"]:
-        return "_Not measured yet: run `make book`._"
+        return "_Not measured yet: run `make course`._"
     value = lambda key: doc["summary"][key]["text"]  # noqa: E731
     return results.md_table(["What", "Where", "On disk"], [
         [f"Python packages (JupyterLab installed: {value('venv_has_jupyterlab')})", "build/venv", value("venv_bytes")],
@@ -176,7 +177,7 @@ def timings_table() -> str:
     table = results.md_table(["Exercise", "Chapter", "Planned in class", "Python solution notebook",
                              "Java solution, first run", "Java solution, later runs"], rows)
     if not doc:
-        return table + "\n\n_Run `make book` to time the solutions on this machine._"
+        return table + "\n\n_Run `make course` to time the solutions on this machine._"
     printed = [[f"{int(ex.number)}", value(f"ex{ex.number}_python_printed"), value(f"ex{ex.number}_java_printed")]
                for ex in EXERCISES]
     return "\n".join([table, "", "What each solution printed when it passed on this machine:", "",
