@@ -554,6 +554,28 @@ public class LettuceTraps {
         }
     }
 
+    // --8<-- [start:replay_drop]
+    /** N INCRs flushed at once; the proxy drops the connection while they are in flight. */
+    static List<RedisFuture<Long>> incrsThroughDrop(StatefulRedisConnection<String, String> connection, String key,
+                                                   int n) {
+        List<RedisFuture<Long>> futures = new ArrayList<>(n);
+        connection.setAutoFlushCommands(false);
+        for (int i = 0; i < n; i++) {
+            futures.add(connection.async().incr(key));
+        }
+        connection.flushCommands(); // all N on the wire; what has no reply at the drop is in flight
+        connection.setAutoFlushCommands(true);
+        return futures;
+    }
+    // --8<-- [end:replay_drop]
+
+    static void awaitDrop(Watch watch, Proxy proxy) throws InterruptedException {
+        if (!watch.dropped.await(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw LabSupport.failure("the connection through proxy '" + proxy.toxics().proxy
+                    + "' was not dropped within " + WAIT.toSeconds() + " s");
+        }
+    }
+
     /**
      * One scenario: N INCRs flushed at once, the connection dropped while they are in flight
      * (every one has been written: CommandHandler#addToStack put it on the stack), one more INCR
@@ -576,22 +598,10 @@ public class LettuceTraps {
                 throw LabSupport.failure("Lettuce reported no ConnectionActivatedEvent for its connection within "
                         + WAIT.toSeconds() + " s");
             }
-            RedisAsyncCommands<String, String> async = connection.async();
-            List<RedisFuture<Long>> futures = new ArrayList<>(REPLAY_N);
             proxy.toxics().addDrop((long) REPLAY_N * Toxics.incrBytes(key), PASS_MS, RESET_AFTER_MS);
-            // --8<-- [start:replay_drop]
-            connection.setAutoFlushCommands(false);
-            for (int i = 0; i < REPLAY_N; i++) {
-                futures.add(async.incr(key));
-            }
-            connection.flushCommands(); // all N on the wire; the proxy drops the connection meanwhile
-            connection.setAutoFlushCommands(true);
-            if (!watch.dropped.await(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
-                throw LabSupport.failure("the connection through proxy '" + proxy.toxics().proxy
-                        + "' was not dropped within " + WAIT.toSeconds() + " s");
-            }
-            RedisFuture<Long> late = async.incr(lateKey); // written while disconnected
-            // --8<-- [end:replay_drop]
+            List<RedisFuture<Long>> futures = incrsThroughDrop(connection, key, REPLAY_N);
+            awaitDrop(watch, proxy);
+            RedisFuture<Long> late = connection.async().incr(lateKey); // written while disconnected
             proxy.toxics().removeDrop();
 
             int ok = 0;
@@ -755,23 +765,10 @@ public class LettuceTraps {
         try {
             report.fact("pool_command_timeout_s", TIMEOUT.toSeconds());
             Map<String, Long> before = LabSupport.commandCalls(s);
-            // --8<-- [start:pool_poison]
-            List<RedisFuture<Long>> first = new ArrayList<>();
-            try (StatefulRedisConnection<String, String> connection = pool.borrowObject()) {
-                connection.setAutoFlushCommands(false);
-                for (int i = 0; i < incrs; i++) {
-                    first.add(connection.async().incr(poisoned));
-                }
-            } // close() gives it back: auto-flush still off, the INCRs still buffered
+            List<RedisFuture<Long>> first = leaveUnflushed(pool, poisoned, incrs);
             long start = System.nanoTime();
-            String outcome;
-            try (StatefulRedisConnection<String, String> connection = pool.borrowObject()) {
-                outcome = "ok " + connection.sync().get(poisoned); // waits for TIMEOUT
-            } catch (RuntimeException e) {
-                outcome = describe(e);
-            }
+            String outcome = nextBorrowerGet(pool, poisoned);
             long waitedMs = (System.nanoTime() - start) / 1_000_000;
-            // --8<-- [end:pool_poison]
             long appliedWhenB2Failed = Toxics.counter(control, poisoned);
             // Borrower 1's INCRs expire TIMEOUT after their write() (CommandExpiryWriter's timer).
             // A flush before that would still send them, late and on another borrower's watch.
@@ -801,22 +798,7 @@ public class LettuceTraps {
             report.fact("pool_server_incrs", sent.getOrDefault("incr", 0L));
             report.fact("pool_server_gets", sent.getOrDefault("get", 0L) - 1); // less the control connection's GET
 
-            // --8<-- [start:pool_fixed]
-            try (StatefulRedisConnection<String, String> connection = pool.borrowObject()) {
-                connection.setAutoFlushCommands(false);
-                try {
-                    List<RedisFuture<Long>> replies = new ArrayList<>();
-                    for (int i = 0; i < incrs; i++) {
-                        replies.add(connection.async().incr(fixed));
-                    }
-                    connection.flushCommands();
-                    awaitAllOk(replies, "pooled INCR");
-                } finally {
-                    connection.setAutoFlushCommands(true); // the state the next borrower expects
-                    connection.flushCommands();            // nothing left behind in the buffer
-                }
-            }
-            // --8<-- [end:pool_fixed]
+            flushBeforeReturn(pool, fixed, incrs);
             start = System.nanoTime();
             String value;
             try (StatefulRedisConnection<String, String> connection = pool.borrowObject()) {
@@ -830,6 +812,52 @@ public class LettuceTraps {
         }
     }
 
+    // --8<-- [start:pool_poison]
+    /** Borrower 1: auto-flush off, INCRs queued, and the connection back in the pool as it is. */
+    static List<RedisFuture<Long>> leaveUnflushed(GenericObjectPool<StatefulRedisConnection<String, String>> pool,
+                                                  String key, int incrs) throws Exception {
+        List<RedisFuture<Long>> replies = new ArrayList<>();
+        try (StatefulRedisConnection<String, String> connection = pool.borrowObject()) {
+            connection.setAutoFlushCommands(false);
+            for (int i = 0; i < incrs; i++) {
+                replies.add(connection.async().incr(key));
+            }
+        } // close() gives it back: auto-flush still off, the INCRs still buffered
+        return replies;
+    }
+
+    /** Borrower 2: a plain sync GET, written into the same buffer and never sent; waits for the timeout. */
+    static String nextBorrowerGet(GenericObjectPool<StatefulRedisConnection<String, String>> pool, String key)
+            throws Exception {
+        try (StatefulRedisConnection<String, String> connection = pool.borrowObject()) {
+            return "ok " + connection.sync().get(key);
+        } catch (RuntimeException e) {
+            return describe(e);
+        }
+    }
+    // --8<-- [end:pool_poison]
+
+    // --8<-- [start:pool_fixed]
+    /** The fix: whatever happens, the connection goes back flushed and with auto-flush on. */
+    static void flushBeforeReturn(GenericObjectPool<StatefulRedisConnection<String, String>> pool, String key,
+                                  int incrs) throws Exception {
+        try (StatefulRedisConnection<String, String> connection = pool.borrowObject()) {
+            connection.setAutoFlushCommands(false);
+            try {
+                List<RedisFuture<Long>> replies = new ArrayList<>();
+                for (int i = 0; i < incrs; i++) {
+                    replies.add(connection.async().incr(key));
+                }
+                connection.flushCommands();
+                awaitAllOk(replies, "pooled INCR");
+            } finally {
+                connection.setAutoFlushCommands(true); // the state the next borrower expects
+                connection.flushCommands();            // nothing left behind in the buffer
+            }
+        }
+    }
+    // --8<-- [end:pool_fixed]
+
     // ================================================================ 5. sync() with auto-flush off
 
     static void syncTrap(LabSupport.Report report, LabSupport.Settings s, ClientResources resources, Jedis control)
@@ -839,30 +867,18 @@ public class LettuceTraps {
         RedisClient client = client(resources, s.host(), s.port(), TIMEOUT, ClientOptions.create());
         try (StatefulRedisConnection<String, String> connection = client.connect()) {
             Map<String, Long> before = LabSupport.commandCalls(s);
-            // --8<-- [start:sync_off]
             connection.setAutoFlushCommands(false);
             long start = System.nanoTime();
-            String outcome;
-            try {
-                // FutureSyncInvocationHandler waits on a command that sits in the buffer.
-                outcome = "ok " + connection.sync().get(key);
-            } catch (RuntimeException e) {
-                outcome = describe(e); // after TIMEOUT; awaitOrCancel cancels the GET
-            }
+            String outcome = syncWithAutoFlushOff(connection, key);
             long waitedMs = (System.nanoTime() - start) / 1_000_000;
-            // --8<-- [end:sync_off]
             connection.flushCommands(); // the cancelled GET is skipped
             long sentGets = LabSupport.callsBetween(before, LabSupport.commandCalls(s)).getOrDefault("get", 0L);
             report.fact("sync_off_ms", waitedMs);
             report.fact("sync_off_outcome", outcome);
             report.fact("sync_off_gets_sent_after_flush", sentGets);
 
-            // --8<-- [start:sync_fixed]
             start = System.nanoTime();
-            RedisFuture<String> reply = connection.async().get(key);
-            connection.flushCommands(); // with auto-flush off, the caller sends
-            String value = reply.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
-            // --8<-- [end:sync_fixed]
+            String value = asyncThenFlush(connection, key);
             report.fact("sync_fixed_ms", round1((System.nanoTime() - start) / 1e6));
             report.fact("sync_fixed_value", value == null ? "null" : value);
             connection.setAutoFlushCommands(true);
@@ -870,6 +886,26 @@ public class LettuceTraps {
             client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
         }
     }
+
+    // --8<-- [start:sync_off]
+    /** A sync GET on a connection with auto-flush off: FutureSyncInvocationHandler waits on a command in the buffer. */
+    static String syncWithAutoFlushOff(StatefulRedisConnection<String, String> connection, String key) {
+        try {
+            return "ok " + connection.sync().get(key);
+        } catch (RuntimeException e) {
+            return describe(e); // after the command timeout; awaitOrCancel cancels the GET
+        }
+    }
+    // --8<-- [end:sync_off]
+
+    // --8<-- [start:sync_fixed]
+    /** The fix: the async API, and the caller flushes. */
+    static String asyncThenFlush(StatefulRedisConnection<String, String> connection, String key) throws Exception {
+        RedisFuture<String> reply = connection.async().get(key);
+        connection.flushCommands(); // with auto-flush off, the caller sends
+        return reply.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+    }
+    // --8<-- [end:sync_fixed]
 
     // ================================================================ helpers
 

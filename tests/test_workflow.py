@@ -1,0 +1,46 @@
+"""The repository host's workflow: actionlint (built with `go install`, as toxiproxy is) finds nothing,
+and the jobs run the reader's own commands in the order the site needs: tests, book, Pages."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import yaml
+
+from pipelab.paths import REPO, tools_dir
+from tests.conftest import unavailable
+
+ACTIONLINT = "github.com/rhysd/actionlint/cmd/actionlint"
+ACTIONLINT_VERSION = "v1.7.12"
+WORKFLOW = REPO / ".github" / "workflows" / "book.yml"
+
+
+def actionlint() -> str:
+    target = tools_dir() / f"actionlint-{ACTIONLINT_VERSION}"
+    built = target / "actionlint"
+    if built.exists():
+        return str(built)
+    go = shutil.which("go")
+    if not go:
+        unavailable("no Go to build actionlint with")
+    done = subprocess.run([go, "install", f"{ACTIONLINT}@{ACTIONLINT_VERSION}"], capture_output=True, text=True,
+                          env=dict(os.environ, GOBIN=str(target), GOFLAGS="-modcacherw"), timeout=600)
+    if done.returncode != 0:
+        unavailable(f"go install actionlint failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+    return str(built)
+
+
+def test_actionlint_finds_nothing_in_the_workflow():
+    done = subprocess.run([actionlint(), str(WORKFLOW)], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_workflow_tests_then_builds_the_book_then_deploys_it():
+    jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
+    runs = {name: " ".join(step.get("run", "") for step in job.get("steps", [])) for name, job in jobs.items()}
+    assert "make test" in runs["test"], "CI runs what .ci/run runs"
+    assert jobs["site"]["needs"] == "test" and "make book" in runs["site"]
+    assert any(step.get("with", {}).get("path") == "build/site" for step in jobs["site"]["steps"])
+    assert jobs["deploy"]["needs"] == "site" and jobs["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
+    assert "pull_request" in jobs["site"]["if"], "a pull request is tested, never published"
