@@ -339,26 +339,16 @@ public class PartialPipeline {
         // Every future completes, with a reply after the re-send or with an error; the command
         // timeout (60 s, TimeoutOptions) bounds the wait. Not LettuceFutures.awaitAll: it
         // throws at the first failed future, and we want to count them all.
-        int ok = 0;
-        int failed = 0;
-        long lowest = Long.MAX_VALUE;
-        String firstError = null;
-        long deadline = System.nanoTime() + Duration.ofSeconds(70).toNanos();
-        for (RedisFuture<Long> future : futures) {
-            try {
-                lowest = Math.min(lowest, future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS));
-                ok++;
-            } catch (ExecutionException | CancellationException | TimeoutException e) {
-                failed++;
-                Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
-                firstError = firstError == null ? describe(cause) : firstError;
-            }
-        }
+        Toxics.Outcomes outcomes = Toxics.awaitIncrs(futures, System.nanoTime() + Duration.ofSeconds(70).toNanos(),
+                e -> describe(e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e));
+        int ok = outcomes.ok();
+        long lowest = outcomes.lowest();
+        String firstError = outcomes.firstError();
         Toxics.awaitServerClosed(control, id); // the old connection: its last applied INCRs are in the count
         long counter = Toxics.counter(control, key);
         connection.close();
         report.fact("lettuce_futures_ok", ok);
-        report.fact("lettuce_futures_failed", failed);
+        report.fact("lettuce_futures_failed", outcomes.failed());
         if (firstError != null) {
             report.fact("lettuce_first_error", firstError);
         }

@@ -604,20 +604,11 @@ public class LettuceTraps {
             RedisFuture<Long> late = connection.async().incr(lateKey); // written while disconnected
             proxy.toxics().removeDrop();
 
-            int ok = 0;
-            int failed = 0;
-            long lowest = Long.MAX_VALUE;
-            Map<String, Integer> errors = new LinkedHashMap<>(); // what the failed futures said, in order
             long deadline = System.nanoTime() + REPLAY_TIMEOUT.plusSeconds(3).toNanos();
-            for (RedisFuture<Long> future : futures) {
-                try {
-                    lowest = Math.min(lowest, future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS));
-                    ok++;
-                } catch (ExecutionException | CancellationException | TimeoutException e) {
-                    failed++;
-                    errors.merge(describe(unwrap(e)), 1, Integer::sum);
-                }
-            }
+            Toxics.Outcomes outcomes = Toxics.awaitIncrs(futures, deadline, e -> describe(unwrap(e)));
+            int ok = outcomes.ok();
+            long lowest = outcomes.lowest();
+            Map<String, Integer> errors = outcomes.errors(); // what the failed futures said, in order
             String lateOutcome;
             try {
                 lateOutcome = "ok " + late.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
@@ -643,7 +634,7 @@ public class LettuceTraps {
             // connection had applied when the first re-sent command ran; with no reply, all of it.
             long appliedFirst = ok > 0 ? lowest - 1 : counter;
             report.fact(p + "futures_ok", ok);
-            report.fact(p + "futures_failed", failed);
+            report.fact(p + "futures_failed", outcomes.failed());
             StringBuilder said = new StringBuilder();
             errors.forEach((error, count) -> said.append(said.length() == 0 ? "" : "; ")
                     .append(count).append(" x ").append(error));

@@ -17,8 +17,15 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 
 import redis.clients.jedis.Jedis;
 
@@ -216,5 +223,35 @@ final class Toxics {
             }
             Thread.sleep(10);
         }
+    }
+
+    /** What the futures of a dropped pipeline of INCRs said: completed, failed (and why, in order), lowest reply. */
+    record Outcomes(int ok, int failed, long lowest, Map<String, Integer> errors) {
+        String firstError() {
+            return errors.isEmpty() ? null : errors.keySet().iterator().next();
+        }
+    }
+
+    /**
+     * Awaits every future until `deadlineNanos` (System.nanoTime()), counting instead of stopping at
+     * the first failure as LettuceFutures.awaitAll would. An INCR's reply is the counter after it, so
+     * `lowest` - 1 is what the server held when the first re-sent command ran.
+     */
+    static Outcomes awaitIncrs(List<? extends Future<Long>> futures, long deadlineNanos,
+                               Function<Exception, String> describe) throws InterruptedException {
+        int ok = 0;
+        int failed = 0;
+        long lowest = Long.MAX_VALUE;
+        Map<String, Integer> errors = new LinkedHashMap<>();
+        for (Future<Long> future : futures) {
+            try {
+                lowest = Math.min(lowest, future.get(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS));
+                ok++;
+            } catch (ExecutionException | CancellationException | TimeoutException e) {
+                failed++;
+                errors.merge(describe.apply(e), 1, Integer::sum);
+            }
+        }
+        return new Outcomes(ok, failed, lowest, errors);
     }
 }
