@@ -5,13 +5,14 @@
 #   make serve  the site on http://127.0.0.1:8000
 #   make prefetch  fetch and compile everything the course needs (before a training day)
 #   make course    run and time every exercise's solution
+#   make reference measure the whole book afresh and make it the committed reference run (pipelab/reference)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := build/venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test lab serve site tools clean system-deps prefetch course lock
+.PHONY: book test lab serve site tools clean system-deps prefetch course lock reference
 
 # Debian tools the chapters use when they can have them: redis-benchmark (redis-tools) is the
 # server's own ceiling, strace counts system calls, docker-compose v1 checks docker-compose.yml
@@ -47,6 +48,11 @@ $(STAMP): pyproject.toml uv.lock | $(UV)
 book: $(STAMP) system-deps
 	$(BIN)/pipelab book $(if $(QUICK),--quick) $(if $(CHAPTER)$(CHAPTERS),--chapters "$(CHAPTER) $(CHAPTERS)") $(if $(FRESH),--fresh)
 
+# The site shows the reference run wherever the reader has no results of their own. FROM_RESULTS=1
+# makes build/results the reference without measuring (refused if quick or missing a chapter).
+reference: $(STAMP) system-deps
+	$(BIN)/pipelab reference $(if $(FROM_RESULTS),--from-results)
+
 test: $(VENV)/.lab-installed system-deps  # the tests open `make lab`'s JupyterLab too
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -76,4 +82,4 @@ lock: $(UV)  # after changing a pin in pyproject.toml: resolve again and write u
 	UV_PYTHON_DOWNLOADS=never $(UV) lock --python $(PYTHON)
 
 clean:
-	rm -rf build/results build/notebooks build/site
+	rm -rf build/results build/notebooks build/site build/site-figures

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import redis
 
-from . import envinfo, jbang, results
+from . import envinfo, jbang, plots, results
 from .cluster import Cluster, open_cluster
 from .errors import LabError
 from .measure import Measurement, measure
@@ -241,13 +241,14 @@ class Lab:
                                    quick_mode=self.quick, **extra)
 
     def save(self, name: str, measurements: list[Measurement] = (), *, summary: dict | None = None,
-             params: dict | None = None, notes: list[str] | None = None, plot=None, alt: str | None = None,
+             params: dict | None = None, notes: list[str] | None = None, alt: str | None = None,
              **env_extra) -> str:
-        """Write results/<name>.json with the environment; `plot` (a matplotlib Figure) goes beside it as <name>.png."""
+        """Write results/<name>.json with the environment; the plot registered for `name` (plots.draws),
+        drawn from the file just written, goes beside it as <name>.png and stays open for the notebook."""
         path = results.save(name, environment=self.environment(**env_extra), measurements=list(measurements),
                             params=params, summary=summary, notes=notes, plot_alt=alt)
-        if plot is not None:
-            plot.savefig(results_dir() / f"{name}.png")
+        # From the file, not the objects in hand: what the site and the reference draw, exactly.
+        plots.save(name, results.load(name), results_dir() / f"{name}.png")
         return str(path)
 
     def cluster(self) -> Cluster:

@@ -1,4 +1,5 @@
-"""Where things live. Everything generated goes below build/ (or $PIPELAB_BUILD)."""
+"""Where things live. Everything generated goes below build/ (or $PIPELAB_BUILD); the committed
+reference run lives in pipelab/reference/ (or $PIPELAB_REFERENCE)."""
 from __future__ import annotations
 
 import os
@@ -13,6 +14,11 @@ def build_dir() -> Path:
 
 def results_dir() -> Path:
     return build_dir() / "results"
+
+
+def reference_dir() -> Path:
+    """The reference machine's results, same layout as results_dir(): what the site shows before `make book`."""
+    return Path(os.environ.get("PIPELAB_REFERENCE") or REPO / "pipelab" / "reference").resolve()
 
 
 def tools_dir() -> Path:

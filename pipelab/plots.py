@@ -1,5 +1,9 @@
-"""One plot style for the book: readable axes, a grid, the same colours for the same modes."""
+"""One plot style for the book: readable axes, a grid, the same colours for the same modes; and the
+plots themselves, each registered under its results name and drawn from the saved results alone."""
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
 
 import matplotlib
 
@@ -12,6 +16,38 @@ def style() -> None:
         "font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "axes.grid": True,
         "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False,
     })
+
+
+# results name -> the function that draws its plot from the results document (results.load's dict).
+_PLOTS: dict[str, Callable] = {}
+
+
+def draws(name: str):
+    """Register the decorated function as the plot of results `name` ("ch01/ping-10k"). It takes the
+    saved document only, so the notebook, the site and the reference run all draw the same plot."""
+    def register(plot: Callable) -> Callable:
+        _PLOTS[name] = plot
+        return plot
+    return register
+
+
+def registered() -> dict[str, Callable]:
+    """Every plot registered so far: a chapter's plots register when its module is imported."""
+    return dict(_PLOTS)
+
+
+def save(name: str, doc: dict, path: Path):
+    """Draw the plot registered for `name` from `doc` in the book's style and write it to `path` as a
+    PNG; the Figure, or None when no plot is registered under that name."""
+    plot = _PLOTS.get(name)
+    if plot is None:
+        return None
+    with matplotlib.rc_context():  # the style also decides how savefig crops, so both happen inside
+        style()
+        fig = plot(doc)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path)
+    return fig
 
 
 def bars_with_spread(ax, measurements, *, unit: float = 1.0, ylabel: str = "seconds", colors=None) -> None:

@@ -165,6 +165,15 @@ def saved(name: str) -> dict:
     return loaded
 
 
+def document(base: Path, name: str, measurements=(), **fields) -> dict:
+    """A results document as the site and the plots get it: written under `base` and read back
+    (Measurements rebuilt, dict keys turned to text by JSON)."""
+    from pipelab import results
+
+    results.save(name, environment=fields.pop("environment", {}), measurements=list(measurements), base=base, **fields)
+    return results.load(name, base)
+
+
 @pytest.fixture
 def foreign_key(lab):
     """A key the lab did not write, in the lab's Redis; it must survive whatever the test runs."""

@@ -6,7 +6,7 @@ import pytest
 
 from pipelab import Measurement, observe, results
 from pipelab.chapters import ch02
-from tests.conftest import unavailable
+from tests.conftest import document, unavailable
 
 matplotlib.use("Agg")
 
@@ -140,13 +140,21 @@ def test_the_batches_summary_takes_the_largest_job_and_100k():
     assert ch02.batches_params(rows)["sizes"] == [1_000, 100_000, 1_000_000]
 
 
-def test_the_busy_loop_summary_gives_percentiles_in_microseconds():
+def test_the_busy_loop_summary_gives_percentiles_in_microseconds(tmp_path):
     latencies = {"one by one": [50e-6] * 99 + [500e-6], "pipelined x100": [1e-6] * 100}
     switches = {"one by one": {"client": 1.0, "server": 1.0}, "pipelined x100": {"client": 0.01, "server": None}}
     s = ch02.busy_loop_summary(latencies, switches)
     assert s["p50_one_by_one_us"]["value"] == pytest.approx(50) and s["p99_one_by_one_us"]["value"] > 50
     assert s["p50_pipelined_us"]["value"] == pytest.approx(1) and s["ctx_server_pipelined"]["value"] is None
-    assert len(ch02.busy_loop_plot(latencies).axes[0].patches) > 0
+    histogram = ch02.busy_loop_histogram(latencies)  # what the results file keeps for the plot
+    edges, filled = histogram["edges_us"], {mode: {i: n for i, n in enumerate(counts) if n}
+                                            for mode, counts in histogram["commands"].items()}
+    assert [(edges[i] <= us < edges[i + 1], n) for us, (i, n) in zip((50, 500), filled["one by one"].items())] == \
+        [(True, 99), (True, 1)]
+    assert list(filled["pipelined x100"].values()) == [100 * 100], "a pipelined sample counts its 100 commands"
+    doc = document(tmp_path, "ch02/busy-loop", params={"depth": 100, "histogram": histogram})
+    heights = [bar.get_height() for bar in ch02.busy_loop_plot(doc).axes[0].patches]
+    assert sorted(h for h in heights if h) == [1, 99, 100 * 100]
 
 
 def test_the_book_runs_every_depth_up_to_8192_in_every_client():

@@ -5,7 +5,7 @@ import pytest
 
 from pipelab.chapters import ch04 as chapter
 from pipelab.proxy import PROXY_NAME
-from tests.conftest import saved, unavailable
+from tests.conftest import document, saved, unavailable
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +93,22 @@ def test_a_per_read_timeout_trips_on_silence_and_batches_fix_it(ch04):
     assert batched["outcome"] == "ok" and batched["head_ran"] == batched["runs_expected"], batched
 
 
+def test_a_java_timeout_is_not_a_failure_of_the_work(ch04):
+    doc = saved("ch04/timeouts")
+    f, size = doc["params"]["java_facts"], doc["summary"]["java_n"]["value"]
+    assert f["redisson_timeout_no_retry_outcome"].startswith("RedisResponseTimeoutException"), f
+    assert f["redisson_timeout_no_retry_applied"] > 0, "the server applied the batch the client gave up on"
+    assert f["redisson_timeout_no_retry_set_calls"] == size, f
+    # With Redisson's default retries the same batch may come back in time (then it ran once); each
+    # time it does not, Redisson writes it again, so a final timeout means every attempt ran it.
+    retried_calls, outcome = f["redisson_timeout_default_retry_set_calls"], f["redisson_timeout_default_retry_outcome"]
+    if outcome.startswith("RedisResponseTimeoutException"):
+        # Four whole re-sends, and the last attempt as far as it got when Redisson gave up on it.
+        assert 4 * size < retried_calls <= 5 * size, f"4 retries after the first attempt, each re-sending the batch: {f}"
+    else:
+        assert retried_calls >= size, f
+
+
 def test_faults_are_lifted_when_the_block_ends(rtt_lab):
     with rtt_lab.faults() as faults:
         faults.add(("cut", "reset_peer", "downstream", {"timeout": 50}))
@@ -136,14 +152,17 @@ def lrem_rows():
     return rows
 
 
-def test_the_lrem_summary_and_table_compare_the_smallest_and_largest_lists():
+def test_the_lrem_summary_table_and_plot_compare_the_smallest_and_largest_lists(tmp_path):
     rows = lrem_rows()
     s = chapter.lrem_summary(rows, 1_000, {"lrem_usec_per_call_100000": 2_900.0})
     assert s["lrem_growth"]["value"] == pytest.approx(100) and s["ltrim_growth"]["value"] == pytest.approx(1)
     assert s["length_growth"]["value"] == 100 and s["slowlog_lrem_largest"]["value"] == 100
     assert s["java_lrem_usec_largest"]["value"] == 2_900.0 and s["java_ltrim_usec_largest"]["value"] is None
     assert "| LREM | 100,000 |" in chapter.lrem_table(rows, 1_000)
-    assert len(chapter.lrem_plot(rows, {}).axes) == 2
+    doc = document(tmp_path, "ch04/lrem", params={"rows": rows, "java_facts": {"lrem_usec_per_call_100000": 2_900.0},
+                                                  "p": chapter.P})
+    lrem_redispy, lrem_jedis, *_ = chapter.lrem_plot(doc).axes[0].get_lines()
+    assert list(lrem_redispy.get_ydata()) == [30.0, 3_000.0] and list(lrem_jedis.get_ydata())[1] == 2_900.0
 
 
 def test_the_rcw_summary_reads_each_mode_at_each_rtt():

@@ -14,12 +14,12 @@ from pipelab import paths
 from pipelab.book import sitecheck
 
 import browser
-from pipelab.book.hooks import MARKER, NOT_YET
+from pipelab.book.hooks import MARKER
+from pipelab.chapters.claims import NOT_MEASURED
 from tests.conftest import unavailable
 
 SCREENSHOTS = paths.REPO / "build" / "screenshots"  # the repository's build/, not the isolated one
 CHAPTER = re.compile(r"chapters/\d\d-[\w-]+/")
-NOT_MEASURED = NOT_YET.split(" (")[0]  # what the hook writes where a figure is missing
 
 
 def fail_on(title: str, problems: list[str]) -> None:
@@ -152,21 +152,25 @@ def java_tab_switches_and_shows_java(tab, markdown: str) -> list[str]:
 
 
 def measured_table_filled(tab, markdown: str) -> list[str]:
-    cells = tab.page.evaluate("""() => {
+    """The "Yours" column of the table under "What you measured" holds the reader's run, every row."""
+    table = tab.page.evaluate("""() => {
         const h = [...document.querySelectorAll('article h2')].find(h => h.textContent.includes('What you measured'));
         if (!h) return null;
         for (let el = h.nextElementSibling; el && el.tagName !== 'H2'; el = el.nextElementSibling) {
             const table = el.matches('table') ? el : el.querySelector('table');
-            if (table) return [...table.querySelectorAll('td')].map(td => td.innerText);
+            if (table) return {header: [...table.querySelectorAll('th')].map(th => th.innerText.trim()),
+                               rows: [...table.querySelectorAll('tbody tr')].map(
+                                   tr => [...tr.querySelectorAll('td')].map(td => td.innerText.trim()))};
         }
-        return [];
+        return {header: [], rows: []};
     }""")
-    if cells is None:
+    if table is None:
         return ['no "What you measured" heading']
-    if not cells:
-        return ['no table under "What you measured"']
-    empty = [c for c in cells if NOT_MEASURED in c]
-    return [f'{len(empty)} cells of the "What you measured" table say {empty[0]!r}'] if empty else []
+    if "Yours" not in table["header"]:
+        return ['no table with a "Yours" column under "What you measured"']
+    yours = [row[table["header"].index("Yours")] for row in table["rows"]]
+    empty = [cell for cell in yours if cell == NOT_MEASURED]
+    return [f'{len(empty)} of {len(yours)} "Yours" cells of the "What you measured" table are empty'] if empty else []
 
 
 CHAPTER_CHECKS = [first_paragraph_asks, plots_load, java_tab_switches_and_shows_java, measured_table_filled]

@@ -95,24 +95,41 @@ def _fake_results(base, quick=False, **summary):
                  summary={k: results.quantity(v, "x" if "speedup" in k else "s") for k, v in summary.items()})
 
 
-def test_report_puts_the_readers_figure_beside_the_published_one(tmp_path):
-    _fake_results(tmp_path, python_unpipelined_s=1.185238 / 2, python_speedup=9.46)
-    rows = {r["label"]: r for r in claims.rows("ch01", tmp_path)}
+def test_report_puts_the_readers_figure_beside_the_published_one_and_the_references(tmp_path):
+    mine, ref = tmp_path / "mine", tmp_path / "reference"
+    _fake_results(mine, python_unpipelined_s=1.185238 / 2, python_speedup=9.46)
+    _fake_results(ref, python_unpipelined_s=1.185238 / 4, python_speedup=20.0)
+    rows = {r["label"]: r for r in claims.rows("ch01", mine, ref)}
     one = rows["10,000 PINGs one by one (redis-py)"]
-    assert one["published"] == "1.185 s" and one["yours"] == "593 ms"
-    assert one["ratio"] == pytest.approx(0.5)
+    assert one["published"] == "1.185 s" and one["yours"] == "593 ms" and one["reference"] == "296 ms"
+    assert one["ratio"] == pytest.approx(0.5) and one["ratio_of"] == "yours"
     speedup = rows["Pipelining speed-up, 10,000 PINGs (redis-py)"]
     assert speedup["ratio"] == pytest.approx(9.46 / ch01.ping_speedup())
     assert "redis.io" in speedup["source"]
-    assert rows["100,000 SADD, Jedis Pipeline"]["yours"] == "not measured yet"
-    table = claims.markdown_table("ch01", tmp_path)
-    assert "Quick mode" not in table and "| **593 ms** | 0.5 |" in table
-    assert "jedis 8.0.2" in report.environment_table("ch01", tmp_path)
+    assert rows["Time per SADD, Jedis Pipeline"]["yours"] == rows["Time per SADD, Jedis Pipeline"]["reference"] == "–"
+    table = claims.markdown_table("ch01", mine, ref)
+    assert "| Published | Yours | Reference | Yours ÷ published | Source |" in table
+    assert "Quick mode" not in table and "| 1.185 s | **593 ms** | 296 ms | 0.5 | redis.io" in table
+    assert "| Time per SADD, Jedis Pipeline | 5.0 µs | – | – | – |" in table
+    env = report.environment_table("ch01", mine, ref)
+    assert "jedis 8.0.2" in env and "reference machine" not in env
+
+
+def test_before_the_reader_measures_the_ratio_is_the_references_and_says_so(tmp_path):
+    ref = tmp_path / "reference"
+    _fake_results(ref, python_unpipelined_s=1.185238 / 4)
+    table = claims.markdown_table("ch01", tmp_path / "none", ref)
+    assert "| 10,000 PINGs one by one (redis-py) | 1.185 s | – | 296 ms | 0.25 (reference) |" in table
+    assert "not measured" not in table
+    env = report.environment_table("ch01", tmp_path / "none", ref)
+    assert env.startswith("_The reference machine's environment (measured ") and "| Version | 6.2.14 |" in env
+    assert report.environment_table("ch01", tmp_path / "none", tmp_path / "none") == "_Not measured yet: run `make book`._"
 
 
 def test_report_flags_quick_mode(tmp_path):
     _fake_results(tmp_path, quick=True, python_speedup=3.0)
-    assert "Quick mode" in claims.markdown_table("ch01", tmp_path)
+    assert "Quick mode" in claims.markdown_table("ch01", tmp_path, tmp_path / "none")
+    assert "Quick mode" not in claims.markdown_table("ch01", tmp_path / "none", tmp_path), "only the reader's run"
 
 
 def test_published_arithmetic():
@@ -164,4 +181,7 @@ def test_results_load_into_one_tidy_frame_and_the_spread_table_reads_it(tmp_path
     table = report.spread_tables(tmp_path)
     assert "Your run holds 2 measurements with repetitions" in table  # "single" has one: no spread
     assert "83% (pipelined)" in table and "4.17x" in table
-    assert report.spread_tables(tmp_path / "none") == "_Not measured yet: run `make book`._"
+    assert report.spread_tables(tmp_path / "none", tmp_path / "none") == "_Not measured yet: run `make book`._"
+    reference = report.spread_tables(tmp_path / "none", tmp_path)
+    assert reference.startswith("The reference machine's run (measured ") and "holds 2 measurements" in reference
+    assert '??? info "Every measurement of the reference machine\'s run"' in reference

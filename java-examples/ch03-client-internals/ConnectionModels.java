@@ -26,11 +26,12 @@
 // threads and Redis sharing the same cores) is the limit instead, so the models come out much
 // closer. Nothing here assumes loopback; the timeouts are 10 s.
 //
-//   jbang ch03-jmh [host] [port] [quick]     (defaults 127.0.0.1 16379 0)
+//   jbang ch03-jmh [host] [port] [warmups] [iterations] [seconds] [threads]
+//                                  (defaults 127.0.0.1 16379 1 3 1 10,50,100,150)
 //
-// quick = 1: 1 x 1 s warm-up, 1 x 1 s measurement, 10 and 50 threads only.
-// Otherwise 2 x 2 s warm-up, 3 x 2 s measurement, 10, 50 and 100 threads (and 150 for
-// jedis_pool_100, as in the published table), one fork per run.
+// warmups x seconds of warm-up, then iterations x seconds of measurement, one fork per run,
+// for each model at each thread count; counts above 100 run only for jedis_pool_100, as in
+// the published table. The chapter (pipelab/chapters/ch03.py) passes its own settings.
 //
 // JMH's annotation processor (jmh-generator-annprocess, found on the classpath by javac
 // when JBang compiles this file) writes the benchmark stubs and META-INF/BenchmarkList. It
@@ -266,18 +267,26 @@ public class ConnectionModels {
     }
 
     static int drive(String[] args) throws Exception {
-        String usage = "usage: jbang ch03-jmh [host] [port] [quick] (defaults 127.0.0.1 16379 0)";
+        String usage = "usage: jbang ch03-jmh [host] [port] [warmups] [iterations] [seconds] [threads]"
+                + " (defaults 127.0.0.1 16379 1 3 1 10,50,100,150)";
         if (args.length > 0 && (args[0].equals("-h") || args[0].equals("--help"))) {
             System.out.println(usage);
             return 0;
         }
         String host = args.length > 0 ? args[0].trim() : "127.0.0.1";
         int port;
-        boolean quick;
+        Settings jmh;
+        List<Integer> threadCounts = new ArrayList<>();
         try {
             port = args.length > 1 ? Integer.parseInt(args[1].trim()) : 16379;
-            quick = args.length > 2 && Integer.parseInt(args[2].trim()) != 0;
-            if (args.length > 3 || host.isEmpty() || port < 1 || port > 65_535) {
+            jmh = new Settings(args.length > 2 ? Integer.parseInt(args[2].trim()) : 1,
+                    args.length > 3 ? Integer.parseInt(args[3].trim()) : 3,
+                    args.length > 4 ? Integer.parseInt(args[4].trim()) : 1);
+            for (String count : (args.length > 5 ? args[5] : "10,50,100,150").split(",")) {
+                threadCounts.add(Integer.parseInt(count.trim()));
+            }
+            if (args.length > 6 || host.isEmpty() || port < 1 || port > 65_535 || jmh.warmups() < 0
+                    || jmh.iterations() < 1 || jmh.seconds() < 1 || threadCounts.stream().anyMatch(t -> t < 1)) {
                 throw new NumberFormatException();
             }
         } catch (NumberFormatException e) {
@@ -288,23 +297,20 @@ public class ConnectionModels {
         System.setProperty("pipelab.port", Integer.toString(port));
 
         List<Run> runs = new ArrayList<>();
-        List<Integer> threadCounts = quick ? List.of(10, 50) : List.of(10, 50, 100);
         for (String model : List.of("jedis_pool_8", "jedis_pool_100", "lettuce_shared", "spring_lettuce")) {
             for (int threads : threadCounts) {
-                runs.add(new Run(model, threads));
-            }
-            if (!quick && model.equals("jedis_pool_100")) {
-                runs.add(new Run(model, 150));
+                if (threads <= 100 || model.equals("jedis_pool_100")) {
+                    runs.add(new Run(model, threads));
+                }
             }
         }
         int maxThreads = runs.stream().mapToInt(Run::threads).max().orElse(0);
 
         Map<String, Object> settings = new LinkedHashMap<>();
-        settings.put("quick", quick);
-        settings.put("warmup_iterations", quick ? 1 : 2);
-        settings.put("warmup_s", quick ? 1 : 2);
-        settings.put("measurement_iterations", quick ? 1 : 3);
-        settings.put("measurement_s", quick ? 1 : 2);
+        settings.put("warmup_iterations", jmh.warmups());
+        settings.put("warmup_s", jmh.seconds());
+        settings.put("measurement_iterations", jmh.iterations());
+        settings.put("measurement_s", jmh.seconds());
         settings.put("forks", 1);
         settings.put("command", "SET " + KEY_PREFIX + "<thread index> " + VALUE);
 
@@ -332,7 +338,7 @@ public class ConnectionModels {
             List<Map<String, Object>> rows = new ArrayList<>();
             try {
                 for (Run run : runs) {
-                    RunResult result = run(run, host, port, quick);
+                    RunResult result = run(run, host, port, jmh);
                     Result<?> primary = result.getPrimaryResult();
                     Integer published = PUBLISHED.get(run.model()).get(run.threads());
                     System.out.println(String.format(Locale.ROOT, "%-15s %4d threads  %8.1f ± %6.1f %s%s",
@@ -343,6 +349,9 @@ public class ConnectionModels {
                     row.put("threads", run.threads());
                     row.put("ops_per_ms", number(primary.getScore()));
                     row.put("error", number(primary.getScoreError()));
+                    // The slowest and fastest measured iteration: the spread the method page asks for.
+                    row.put("min", number(primary.getStatistics().getMin()));
+                    row.put("max", number(primary.getStatistics().getMax()));
                     row.put("unit", primary.getScoreUnit());
                     rows.add(row);
                 }
@@ -365,21 +374,25 @@ public class ConnectionModels {
         return 0;
     }
 
+    /** JMH's iterations, as the chapter sizes them. */
+    record Settings(int warmups, int iterations, int seconds) {
+    }
+
     /**
      * One JMH run: one benchmark method at one thread count, in a forked JVM (forks 1) so that
      * each model starts from a fresh JIT and heap. JMH starts the fork with this JVM's
      * classpath and options, to which we append where the server is.
      */
-    static RunResult run(Run run, String host, int port, boolean quick) throws Exception {
+    static RunResult run(Run run, String host, int port, Settings jmh) throws Exception {
         Options options = new OptionsBuilder()
                 .include(ConnectionModels.class.getName() + "\\." + run.model() + "$")
                 .threads(run.threads())
                 .forks(1)
                 .jvmArgsAppend("-Dpipelab.host=" + host, "-Dpipelab.port=" + port)
-                .warmupIterations(quick ? 1 : 2)
-                .warmupTime(TimeValue.seconds(quick ? 1 : 2))
-                .measurementIterations(quick ? 1 : 3)
-                .measurementTime(TimeValue.seconds(quick ? 1 : 2))
+                .warmupIterations(jmh.warmups())
+                .warmupTime(TimeValue.seconds(jmh.seconds()))
+                .measurementIterations(jmh.iterations())
+                .measurementTime(TimeValue.seconds(jmh.seconds()))
                 .shouldFailOnError(true) // a failed SET ends the run instead of giving a number
                 .verbosity(VerboseMode.SILENT)
                 .build();

@@ -4,12 +4,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from ..errors import LabError
-from ..paths import REPO, build_dir, notebooks_out_dir
+from ..paths import REPO, build_dir, notebooks_out_dir, results_dir
 from . import inputs
 
 PARAMETERS_TAG = "parameters"
@@ -96,6 +97,8 @@ def run_notebooks(session_env: dict, quick: bool, only: list[str] | None = None,
             done.append(notebooks_out_dir() / source.name)
             continue
         print(f"pipelab: executing {source.relative_to(REPO)} {'(quick mode)' if quick else ''}", flush=True)
+        # A chapter's results are all rewritten by its run: none left over from an older version of it.
+        shutil.rmtree(results_dir() / f"ch{source.name[:2]}", ignore_errors=True)
         done.append(execute(source, notebooks_out_dir() / source.name, {"QUICK": quick}))
         if key:
             inputs.record(source, key)

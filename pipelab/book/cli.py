@@ -1,4 +1,4 @@
-"""`pipelab`: the commands behind the Makefile (make book, make lab, make serve)."""
+"""`pipelab`: the commands behind the Makefile (make book, make lab, make serve, make reference)."""
 from __future__ import annotations
 
 import argparse
@@ -12,9 +12,9 @@ from .. import jbang, proxy
 from ..course import timings as course
 from ..errors import LabError, friendly
 from ..lab import Session
-from ..paths import REPO, build_dir
+from ..paths import REPO, build_dir, reference_dir
 from . import build as book
-from . import sitecheck
+from . import reference, sitecheck
 
 
 def _term_as_interrupt(*_):
@@ -33,20 +33,37 @@ def chapter_prefixes(text: str | None) -> list[str] | None:
     return out
 
 
-def cmd_book(args) -> int:
-    started = time.monotonic()
+def measure(*, quick: bool, only: list[str] | None, fresh: bool) -> None:
+    """Execute the chapter notebooks against a session the lab starts (or REDIS_URL's)."""
     jbang.require_jdk()
     jbang.jbang_argv(["version"])  # fetch JBang now, not in the middle of a notebook
-    only = (args.only or []) + (chapter_prefixes(args.chapters) or []) or None
     with Session() as session:
         print(f"pipelab: Redis at {session.endpoint.url} ({'started by the lab' if session.owned else 'REDIS_URL'}); "
               f"RTT injection: {session.proxy_note}", flush=True)
-        book.run_notebooks(session.env(), quick=args.quick, only=only, server=session.server_identity(),
-                           fresh=args.fresh)
+        book.run_notebooks(session.env(), quick=quick, only=only, server=session.server_identity(), fresh=fresh)
+
+
+def cmd_book(args) -> int:
+    started = time.monotonic()
+    measure(quick=args.quick, only=(args.only or []) + (chapter_prefixes(args.chapters) or []) or None,
+            fresh=args.fresh)
     if not args.no_site:
         index = book.build_site()
         print(f"pipelab: site built: {index}")
     print(f"pipelab: book done in {time.monotonic() - started:.0f} s; results in {build_dir() / 'results'}")
+    return 0
+
+
+def cmd_reference(args) -> int:
+    if not args.from_results:
+        measure(quick=False, only=None, fresh=True)  # every chapter, full sizes, nothing kept from before
+    names = reference.publish()
+    print(f"pipelab: {len(names)} results files of {len(reference.chapters())} chapters copied into "
+          f"{reference_dir()}")
+    changed = reference.write_values()
+    print(f"pipelab: the reference's figures written into {len(changed)} Markdown files for GitHub's readers")
+    if not args.from_results:
+        print(f"pipelab: site built: {book.build_site()}")
     return 0
 
 
@@ -142,6 +159,11 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--no-site", action="store_true", help="measure only")
     b.set_defaults(func=cmd_book)
     sub.add_parser("site", help="build the site from the results there are").set_defaults(func=cmd_site)
+    r = sub.add_parser("reference", help="measure the whole book afresh and make it the reference run in "
+                                         "pipelab/reference (commit it), with its figures in the Markdown")
+    r.add_argument("--from-results", action="store_true",
+                   help="measure nothing: make build/results (every chapter, full sizes) the reference")
+    r.set_defaults(func=cmd_reference)
     c = sub.add_parser("course", help="run and time every exercise's solution (Python and Java)")
     c.add_argument("--quick", action="store_true", help="one run each, small sizes")
     c.set_defaults(func=cmd_course)

@@ -1,33 +1,42 @@
 """MkDocs hooks: put the reader's results into the prose, and the executed notebooks and plots on the site.
 
 Markers in the Markdown (see site/chapters/*.md):
-  <!-- pipelab:figures ch01 -->     the reader's figures beside the published ones
+  <!-- pipelab:figures ch01 -->     the reader's figures beside the published ones and the reference's
   <!-- pipelab:env ch01 -->         the environment the figures were measured in
-  <!-- pipelab:plot ch01/name -->   a plot written by the notebook (or a note that it is missing)
+  <!-- pipelab:plot ch01/name -->   the plot registered for a results file, drawn from it (plots.draws)
   <!-- pipelab:spread all -->       how far apart the repetitions of every measurement landed
   <!-- pipelab:course timings -->   the course plan beside what each exercise's solutions took
   <!-- pipelab:course footprint --> what the course fetched onto this machine, by size
-  {{ ch01/name#key }}               one formatted figure from a results file
-Without results (a site built before `make book`), every marker says so instead of failing.
+  {{ ch01/name#key }}               one formatted figure from a results file (see reference.VALUE for
+                                    the form `pipelab reference` writes for GitHub's readers)
+Each results file is the reader's (build/results) when they have it, else the reference run's
+(pipelab/reference), and the page marks what comes from the reference. With neither (a reference
+not committed yet), every marker says so instead of failing.
 """
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 from pathlib import Path, PurePosixPath
 
+import matplotlib
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from pipelab import paths, results
-from pipelab.book import report
+matplotlib.use("Agg")  # plots go to files only, also under `make serve` on a desktop
+import matplotlib.pyplot as plt  # noqa: E402
+
+from pipelab import chapters, paths, plots  # noqa: E402
+from pipelab.book import reference, report
 from pipelab.chapters import claims
 from pipelab.course import timings as course
 
 NOT_YET = "not measured yet (run `make book`)"
 MARKER = re.compile(r"<!--\s*pipelab:(figures|env|plot|spread|course)\s+([\w/.-]+)\s*-->")
-VALUE = re.compile(r"\{\{\s*([\w/.-]+)#(\w+)\s*\}\}")
 NOTEBOOK_SUFFIX = "-notebook.ipynb"
+REFERENCE_TITLE = "the reference machine's figure: run make book for yours"
+log = logging.getLogger(f"mkdocs.hooks.{__name__}")
 
 
 def _notebook_sources() -> dict[str, Path]:
@@ -51,19 +60,46 @@ def on_files(files, config):
         (staging / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, staging / name)
         files.append(File(name, str(staging), config["site_dir"], config["use_directory_urls"]))
-    figures = paths.results_dir()
-    for png in sorted(figures.glob("*/*.png")):
-        files.append(File.generated(config, f"figures/{png.relative_to(figures).as_posix()}", abs_src_path=str(png)))
+    for name in _draw_plots():
+        files.append(File.generated(config, f"figures/{name}.png", abs_src_path=str(_figures() / f"{name}.png")))
     return files
 
 
+def _figures() -> Path:
+    return paths.build_dir() / "site-figures"
+
+
+def _draw_plots() -> list[str]:
+    """Draw every registered plot afresh from the results the site shows (the reader's, else the
+    reference's) under build/site-figures; the names drawn."""
+    shutil.rmtree(_figures(), ignore_errors=True)  # a plot whose results went away leaves no stale picture
+    drawn = []
+    for name in sorted(chapters.every_plot()):
+        doc, _ = reference.shown(name)
+        if doc is None:
+            continue
+        try:
+            plt.close(plots.save(name, doc, _figures() / f"{name}.png"))
+        except LookupError as err:  # results written before the plot wanted what it reads
+            log.info(f"plot {name} not drawn: its results file lacks {err}")
+            continue
+        drawn.append(name)
+    return drawn
+
+
 def _plot(name: str, depth: int) -> str:
-    doc = results.load(name)
-    png = paths.results_dir() / f"{name}.png"
-    if doc is None or not png.exists():
+    doc, from_reference = reference.shown(name)
+    if doc is None:
         return f"!!! info \"Plot {name}\"\n    {NOT_YET[0].upper() + NOT_YET[1:]}."
-    alt = doc.get("plot_alt") or name
-    return f"![{alt}]({'../' * depth}figures/{name}.png){{ loading=lazy }}"
+    if not (_figures() / f"{name}.png").exists():
+        return (f"!!! info \"Plot {name}\"\n    Its results file predates the plot and lacks what it draws: "
+                f"`make book CHAPTER={int(name[2:4])}` measures the chapter again.")
+    image = f"![{doc.get('plot_alt') or name}]({'../' * depth}figures/{name}.png){{ loading=lazy }}"
+    if not from_reference:
+        return image
+    return (f'<figure markdown="span">\n{image}\n<figcaption>The reference machine\'s run '
+            f"({reference.provenance(doc['environment'])}): run <code>make book</code> for your own."
+            "</figcaption>\n</figure>")
 
 
 def on_page_markdown(markdown, page, config, files):
@@ -82,8 +118,12 @@ def on_page_markdown(markdown, page, config, files):
         return _plot(arg, depth)
 
     def value(match: re.Match) -> str:
-        figure = results.summary_value(*match.groups())
-        # A measured text may hold "|" (a list of results), which would split a table cell.
-        return figure["text"].replace("|", "\\|") if figure else f"_{NOT_YET}_"
+        m = reference.marker(match)
+        doc, from_reference = reference.shown(m.name)
+        figure = doc["summary"].get(m.key) if doc else None
+        if figure is None:
+            return f"_{NOT_YET}_"
+        shown = m.markdown(figure["text"])
+        return f'<span class="ref" title="{REFERENCE_TITLE}">{shown}</span>' if from_reference else shown
 
-    return VALUE.sub(value, MARKER.sub(marker, markdown))
+    return reference.VALUE.sub(value, MARKER.sub(marker, markdown))

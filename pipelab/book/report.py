@@ -1,13 +1,15 @@
 """What the site prints from results files besides each chapter's claims (chapters.claims): the
-environment a chapter was measured in, and how far the repetitions of every measurement spread."""
+environment a chapter was measured in, and how far the repetitions of every measurement spread.
+Each is the reader's run (`base`, build/results) when there is one, else the reference run's
+(`reference`, pipelab/reference), which the table then says."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from .. import results
+from .. import paths, results
 from ..chapters import claims
-from ..paths import results_dir
 from ..results import md_table
+from .reference import provenance
 
 
 ENV_FIELDS = [("server", "Server"), ("redis_version", "Version"), ("mem_allocator", "Allocator"),
@@ -19,10 +21,16 @@ ENV_FIELDS = [("server", "Server"), ("redis_version", "Version"), ("mem_allocato
               ("measured_at", "Measured at")]
 
 
-def environment_table(chapter: str, base: Path | None = None) -> str:
-    saved = {f"{chapter}/{p.stem}" for p in ((base or results_dir()) / chapter).glob("*.json")}
-    names = sorted(set(claims.result_names(chapter)) | saved)  # a chapter without claims has results too
-    envs = [doc["environment"] for doc in (results.load(n, base) for n in names) if doc]
+def _environments(chapter: str, base: Path) -> list[dict]:
+    names = sorted(set(claims.result_names(chapter)) | set(results.names(base, chapter)))  # not all have claims
+    return [doc["environment"] for doc in (results.load(n, base) for n in names) if doc]
+
+
+def environment_table(chapter: str, base: Path | None = None, reference: Path | None = None) -> str:
+    lines = []
+    envs = _environments(chapter, base or paths.results_dir())
+    if not envs and (envs := _environments(chapter, reference or paths.reference_dir())):
+        lines += [f"_The reference machine's environment ({provenance(envs[0])}): `make book` measures on yours._", ""]
     if not envs:
         return "_Not measured yet: run `make book`._"
     merged: dict = {}
@@ -32,7 +40,7 @@ def environment_table(chapter: str, base: Path | None = None) -> str:
                 merged.setdefault(key, {}).update(value)
             else:
                 merged.setdefault(key, value)
-    lines = ["| Component | Version or value |", "|---|---|"]
+    lines += ["| Component | Version or value |", "|---|---|"]
     for key, title in ENV_FIELDS:
         value = merged.get(key)
         if isinstance(value, bool):
@@ -44,9 +52,15 @@ def environment_table(chapter: str, base: Path | None = None) -> str:
     return "\n".join(lines)
 
 
-def spread_tables(base: Path | None = None) -> str:
+def spread_tables(base: Path | None = None, reference: Path | None = None) -> str:
     """The method page's evidence: how much the repetitions of every measurement in the run disagreed."""
-    frame = results.results_frame(base=base)
+    frame, whose, note = results.results_frame(base=base), "your run", ""
+    if not len(frame):
+        reference = reference or paths.reference_dir()
+        frame, whose = results.results_frame(base=reference), "the reference machine's run"
+        if len(frame):
+            note = f" ({provenance(results.load(results.names(reference)[0], reference)['environment'])}; " \
+                   "`make book` measures yours)"
     every = results.summarize(frame, by=("chapter", "experiment", "measurement", "label")) if len(frame) else frame
     every = every[every["n"] > 1] if len(every) else every
     if not len(every):
@@ -62,12 +76,12 @@ def spread_tables(base: Path | None = None) -> str:
                         times(group["warm"].median())])
     rows = [[r.file, r.label, r.n, results.format_value(r.median_s, "s"), results.format_value(r.min_s, "s"),
              results.format_value(r.max_s, "s"), pct(r.spread), times(r.warm)] for r in every.itertuples()]
-    lines = [f"Your run holds {len(every)} measurements with repetitions. Half of them spread by "
+    lines = [f"{whose.capitalize()}{note} holds {len(every)} measurements with repetitions. Half of them spread by "
              f"{pct(every['spread'].median())} or less from fastest to slowest repetition; the widest spread was "
              f"{pct(every['spread'].max())}.", "",
              md_table(["Results file", "Measurements", "Median spread", "Widest spread",
                        "First warm-up ÷ median (median)"], summary), "",
-             '??? info "Every measurement of your run"', ""]
+             f'??? info "Every measurement of {whose}"', ""]
     table = md_table(["Results file", "Measurement", "n", "Median", "Fastest", "Slowest", "Spread",
                       "First warm-up ÷ median"], rows)
     lines += ["    " + line for line in table.splitlines()]

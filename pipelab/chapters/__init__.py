@@ -1,2 +1,24 @@
 """The book's content, one module per chapter: its workloads, parameters, summaries, plots and
-claims (pipelab.chapters.ch01 ... ch05). Notebooks import their chapter's module."""
+claims (pipelab.chapters.ch01 ... ch08). Notebooks import their chapter's module."""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+from .. import plots
+
+
+def module(chapter: str) -> ModuleType | None:
+    """pipelab.chapters.<chapter> ("ch01"); None for a results folder with no module (the course's)."""
+    try:
+        return importlib.import_module(f"{__name__}.{chapter}")
+    except ModuleNotFoundError:
+        return None
+
+
+def every_plot() -> dict:
+    """Every chapter's plots by results name ("ch01/ping-10k"): importing a module registers its own."""
+    for path in sorted(Path(__file__).parent.glob("ch[0-9][0-9].py")):
+        module(path.stem)
+    return plots.registered()

@@ -8,6 +8,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 import redis
+from matplotlib.figure import Figure
 
 from .. import observe, plots
 from ..lab import Size
@@ -98,12 +99,12 @@ N_STRACE = Size(full=5_000, quick=1_000)
 STRACE_DEPTHS = (1, 1_000)
 DEPTHS = Size(full=[2 ** i for i in range(14)], quick=[1, 4, 16, 64, 256])  # 1 ... 8,192
 BENCH_DEPTH = 1_000  # where Jedis is held against redis-benchmark
-N_PY = Size(full=50_000, quick=3_000)  # SETs per redis-py sample ...
+N_PY = Size(full=20_000, quick=3_000)  # SETs per redis-py sample ...
 PY_ROUND_TRIPS = 2_000  # ... but at most this many batches, so depth 1 stays short
-N_JAVA = Size(full=200_000, quick=2_000)
-N_BENCH = Size(full=1_000_000, quick=20_000)
-BENCH_ROUND_TRIPS = 20_000
-SIZES = Size(full=[1_000, 10_000, 100_000, 1_000_000], quick=[1_000, 10_000, 100_000])
+N_JAVA = Size(full=50_000, quick=2_000)
+N_BENCH = Size(full=100_000, quick=20_000)  # at most half a second per run
+BENCH_ROUND_TRIPS = 5_000  # at depth 1, 5,000 round trips last about a third of a second
+SIZES = Size(full=[1_000, 10_000, 100_000, 300_000], quick=[1_000, 10_000, 100_000])
 BATCH = 10_000
 VALUE_BYTES = 100
 BATCH_REPEAT = Size(full=3, quick=2)
@@ -156,7 +157,9 @@ def strace_table(rows: dict) -> str:
                     [[name, f"{rows[low][name]:.3f}", f"{rows[high][name]:.4f}"] for name in rows[low]])
 
 
-def syscalls_plot(per_command: dict):
+@plots.draws("ch02/syscalls")
+def syscalls_plot(doc: dict) -> Figure:
+    per_command = {int(depth): row for depth, row in doc["params"]["per_command"].items()}  # JSON keys are text
     fig, ax = plt.subplots()
     depths = sorted(per_command)
     ax.loglog(depths, [per_command[d]["reads"] for d in depths], "o-", label="server read() per command")
@@ -237,7 +240,18 @@ def gain(runs: dict) -> float:
     return max(m.ops_per_s for m in runs.values()) / runs[min(runs)].ops_per_s
 
 
-def depth_plot(py_runs: dict, jedis_runs: dict, bench_runs: dict, py_cpu: dict):
+def depth_series(doc: dict) -> tuple[dict, dict, dict]:
+    """The saved depth runs as {depth: Measurement} for redis-py, Jedis and redis-benchmark; every
+    label ends in its depth ("Jedis depth 16", "redis-benchmark -P 16")."""
+    def series(prefix: str) -> dict:
+        return {int(m.label.rsplit(" ", 1)[1]): m for m in doc["measurements"] if m.label.startswith(prefix)}
+    return series("redis-py "), series("Jedis "), series("redis-benchmark ")
+
+
+@plots.draws("ch02/depth")
+def depth_plot(doc: dict) -> Figure:
+    py_runs, jedis_runs, bench_runs = depth_series(doc)
+    py_cpu = {int(depth): cpu for depth, cpu in doc["params"]["redispy_cpu"].items()}
     fig, (ax, ax_cpu) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 2]})
     for runs, name, style in ((py_runs, "redis-py", "o-"), (jedis_runs, "Jedis", "s-"),
                               (bench_runs, "redis-benchmark", "^-")):
@@ -312,7 +326,11 @@ def measure_batches(lab, sizes: list[int], repeat: int) -> dict:
     return rows
 
 
-def batches_plot(rows: dict):
+@plots.draws("ch02/batches")
+def batches_plot(doc: dict) -> Figure:
+    peaks = doc["params"]["peaks"]
+    rows = {(m.params["size"], m.params["mode"]): (m, peaks[f"{m.params['size']}|{m.params['mode']}"])
+            for m in doc["measurements"]}
     sizes = sorted({size for size, _ in rows})
     fig, (ax_mem, ax_t) = plt.subplots(1, 2, figsize=(12, 4.5))
     for mode, style in (("one pipeline", "o-"), ("10k batches", "s--")):
@@ -376,18 +394,30 @@ def percentiles_us(values: list[float], points=(50, 90, 99, 99.9)) -> list[float
     return list(np.percentile(np.array(values) * 1e6, points))
 
 
-def busy_loop_plot(latencies: dict):
-    fig, ax = plt.subplots()
-    bins = np.logspace(-1, 4, 80)
-    for (mode, values), color, per_sample in zip(latencies.items(), (plots.COLORS["one by one"],
-                                                 plots.COLORS["pipelined"]), (1, DEPTH_LAT)):
+def busy_loop_histogram(latencies: dict) -> dict:
+    """Commands per latency bin (log bins from 0.1 µs to 10 ms) for each mode, what the plot draws;
+    the results file keeps these rather than every latency."""
+    edges = np.logspace(-1, 4, 80)
+    commands = {}
+    for (mode, values), per_sample in zip(latencies.items(), (1, DEPTH_LAT)):
         # A pipelined sample stands for DEPTH_LAT commands, so both histograms count commands.
-        ax.hist(np.array(values) * 1e6, bins=bins, alpha=0.7, color=color, label=mode,
-                weights=np.full(len(values), per_sample))
+        counts, _ = np.histogram(np.array(values) * 1e6, bins=edges, weights=np.full(len(values), per_sample))
+        commands[mode] = [int(c) for c in counts]
+    return {"edges_us": edges.tolist(), "commands": commands}
+
+
+@plots.draws("ch02/busy-loop")
+def busy_loop_plot(doc: dict) -> Figure:
+    histogram = doc["params"]["histogram"]
+    edges = np.array(histogram["edges_us"])
+    fig, ax = plt.subplots()
+    for (mode, counts), color in zip(histogram["commands"].items(), (plots.COLORS["one by one"],
+                                                                      plots.COLORS["pipelined"])):
+        ax.hist(edges[:-1], bins=edges, weights=counts, alpha=0.7, color=color, label=mode)
     ax.set_xscale("log")
     ax.set_xlabel("microseconds per command (log)")
     ax.set_ylabel("commands")
-    ax.set_title(f"Per-command latency: each PING on its own vs its share of a pipeline of {DEPTH_LAT}")
+    ax.set_title(f"Per-command latency: each PING on its own vs its share of a pipeline of {doc['params']['depth']}")
     ax.legend()
     return fig
 

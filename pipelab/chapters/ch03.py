@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import redis
+from matplotlib.figure import Figure
 
 from .. import observe, plots
 from ..lab import Size
@@ -33,11 +34,18 @@ def pure_python_client(host: str, port: int) -> redis.Redis:
 
 # --- the chapter's parameters, declared once (the notebook passes them to the Java examples) ---
 
-N = Size(full=100_000, quick=1_000)
+# Per-SADD times are the claims, so 10,000 SADDs carry them (a one-by-one run still lasts half a
+# second); over 1 ms of RTT a one-by-one run of 1,000 lasts more than a second.
+N = Size(full=10_000, quick=1_000)
 REPEAT = Size(full=3, quick=2)
-N_RTT = Size(full=10_000, quick=300)
-REPEAT_RTT = Size(full=2, quick=1)
+N_RTT = Size(full=1_000, quick=300)
+REPEAT_RTT = Size(full=3, quick=1)
 RTT_MS = 1
+# JMH: warm-up iterations, measured iterations, seconds each, and thread counts per RTT: the claims
+# and the prose read 10 and 50 threads on loopback and 50 at 1 ms (each run also pays about 3 s to
+# start its fork).
+JMH_WARMUPS, JMH_ITERATIONS, JMH_SECONDS = Size(full=1, quick=1), Size(full=3, quick=1), 1
+JMH_THREADS = {0: [10, 50], RTT_MS: [50]}
 JAVA_CLIENTS = {"Jedis": "ch03-jedis", "Lettuce": "ch03-lettuce", "Spring Data Redis": "ch03-spring",
                 "Redisson": "ch03-redisson"}
 # Commands the examples use to reset and check their keys between repetitions, not the mode's own work.
@@ -47,7 +55,7 @@ WIRE_SUMMARY = {("Jedis", "transaction"), ("Redisson", "rbatch_in_memory_atomic"
                 ("Redisson", "rbatch_redis_write_atomic")}
 
 
-# --- 100,000 SADD in every client's modes ---------------------------------------------------------
+# --- the SADD job in every client's modes ---------------------------------------------------------
 
 def redispy_modes(lab, link, n: int, repeat: int) -> tuple[dict, dict]:
     """redis-py's modes over `link`: {("redis-py", mode): Measurement} and the commands each sent."""
@@ -110,8 +118,19 @@ def sadd_modes(runs: dict, n: int) -> dict:
     return {key: m for key, m in runs.items() if m.ops == n}
 
 
-def sadd_plot(panels: list):
-    """One horizontal bar chart per (title, runs, n) panel: µs per SADD for every client and mode."""
+def by_mode(measurements, rtt_ms: float | None = None) -> dict:
+    """Saved measurements as {(client, mode): Measurement}, those at `rtt_ms` when it is given."""
+    return {(m.params["client"], m.params["mode"]): m for m in measurements
+            if rtt_ms is None or m.params["rtt_ms"] == rtt_ms}
+
+
+@plots.draws("ch03/sadd")
+def sadd_plot(doc: dict) -> Figure:
+    """One horizontal bar chart per RTT that ran (loopback, RTT_MS): µs per SADD for every client and mode."""
+    p = doc["params"]
+    panels = [(title, by_mode(doc["measurements"], rtt), n)
+              for rtt, title, n in ((0, "loopback", p["n"]), (RTT_MS, f"{RTT_MS} ms RTT", p["n_rtt"]))]
+    panels = [panel for panel in panels if panel[1]]
     fig, axes = plt.subplots(1, len(panels), figsize=(13, 7), sharey=True, squeeze=False)
     for ax, (title, runs, n) in zip(axes[0], panels):
         sel = sadd_modes(runs, n)
@@ -138,7 +157,7 @@ def one_by_one(runs: dict, client: str):
 def sadd_summary(loop: tuple, rtt: tuple, iterations: int) -> dict:
     """loop and rtt: (runs, wire, n) on loopback and at RTT_MS."""
     (loop_runs, loop_wire, n), (rtt_runs, _, n_rtt) = loop, rtt
-    summary = {}
+    summary = {"n": quantity(n, "count"), "n_rtt": quantity(n_rtt, "count")}
     for client in ["redis-py", *JAVA_CLIENTS]:
         slug = client.lower().replace(" ", "_").replace("-", "")
         base, best = one_by_one(loop_runs, client), fastest(loop_runs, n, client)
@@ -171,7 +190,9 @@ def flush_modes(runs: dict) -> dict:
             if (c == "Lettuce" and m.startswith("async")) or (c == "Spring Data Redis" and m.startswith(("flush", "buffered")))}
 
 
-def flush_plot(sel: dict, n: int):
+@plots.draws("ch03/flush")
+def flush_plot(doc: dict) -> Figure:
+    sel, n = by_mode(doc["measurements"]), doc["measurements"][0].ops  # every mode ran the same n SADD
     fig, ax = plt.subplots()
     plots.bars_with_spread(ax, list(sel.values()), unit=1e3, ylabel=f"ms for {n:,} SADD")
     ax.set_xticks(range(len(sel)))
@@ -180,7 +201,7 @@ def flush_plot(sel: dict, n: int):
     return fig
 
 
-FLUSH_ALT = ("Bar chart: time for 100,000 SADD with Lettuce's auto-flush, manual flush and flush every 1,000, "
+FLUSH_ALT = ("Bar chart: time for the chapter's SADD job with Lettuce's auto-flush, manual flush and flush every 1,000, "
              "and Spring Data Redis's flush policies")
 
 
@@ -207,8 +228,9 @@ def measure_jmh(lab, rtts: list) -> tuple[dict, str]:
     """{(rtt, model, threads): JMH row} for each RTT, and JMH's settings as the example printed them."""
     jmh, settings = {}, ""
     for rtt in rtts:
+        threads = ",".join(map(str, JMH_THREADS[rtt]))
         with lab.rtt(rtt) as link:
-            run = lab.java("ch03-jmh", 1 if lab.quick else 0, link=link)
+            run = lab.java("ch03-jmh", lab.size(JMH_WARMUPS), lab.size(JMH_ITERATIONS), JMH_SECONDS, threads, link=link)
         jmh |= {(rtt, row["model"], row["threads"]): row for row in run.data["jmh"]}
         settings = str(run.data.get("settings", ""))
     return jmh, settings
@@ -220,21 +242,29 @@ def in_flight(model: str, threads: int) -> int:
     return min(threads, cap) if cap else threads
 
 
+def jmh_score(row: dict) -> str:
+    """JMH's score and the range of its measured iterations (absent from a single iteration)."""
+    spread = f" ({row['min']:,.1f}–{row['max']:,.1f})" if row.get("min") is not None and row.get("error") else ""
+    return f"{row['ops_per_ms']:,.1f}{spread}"
+
+
 def jmh_table(jmh: dict) -> str:
     rows = []
     for (rtt, model, threads), row in sorted(jmh.items(), key=lambda kv: (kv[0][1], kv[0][2])):
         if rtt:
             continue
         slow = jmh.get((RTT_MS, model, threads))
-        error = f" ± {row['error']:,.1f}" if row.get("error") else ""  # JMH gives no error for a single iteration
-        rows.append([model, threads, PUBLISHED_JMH.get((model, threads), "–"), f"{row['ops_per_ms']:,.1f}{error}",
-                     f"{slow['ops_per_ms']:,.1f}" if slow else "–", f"{in_flight(model, threads):,}"])
-    return ("All figures in operations per millisecond; the last column is Little's bound at 1 ms.\n\n"
+        rows.append([model, threads, PUBLISHED_JMH.get((model, threads), "–"), jmh_score(row),
+                     jmh_score(slow) if slow else "–", f"{in_flight(model, threads):,}"])
+    return ("All figures in operations per millisecond, JMH's mean over its iterations with the slowest and "
+            "fastest in brackets; the last column is Little's bound at 1 ms.\n\n"
             + md_table(["model", "threads", "published", "yours, loopback", f"yours, {RTT_MS} ms RTT",
                         f"in flight ÷ {RTT_MS} ms"], rows))
 
 
-def jmh_plot(jmh: dict):
+@plots.draws("ch03/jmh")
+def jmh_plot(doc: dict) -> Figure:
+    jmh = {(row["rtt_ms"], row["model"], row["threads"]): row for row in doc["params"]["rows"]}
     rtts = sorted({r for r, _, _ in jmh})
     models = sorted({m for _, m, _ in jmh})
     fig, axes = plt.subplots(1, len(rtts), figsize=(12, 4.5), squeeze=False)
@@ -256,8 +286,9 @@ def jmh_plot(jmh: dict):
     return fig
 
 
-JMH_ALT = ("Line charts: operations per millisecond against client threads for JedisPool(8), JedisPool(100), "
-           "one shared Lettuce connection and Spring Data Redis, on loopback and at 1 ms RTT with Little's bounds")
+JMH_ALT = ("Charts: operations per millisecond against client threads for JedisPool(8), JedisPool(100), "
+           "one shared Lettuce connection and Spring Data Redis, on loopback (10 and 50 threads) and at 1 ms RTT "
+           "(50 threads) against Little's bounds")
 
 
 def jmh_summary(jmh: dict, settings: str) -> dict:
@@ -292,7 +323,7 @@ def vivo_rbatch_over_pipeline() -> float:
 
 
 CLAIMS = [
-    Claim("Redisson RBatch time ÷ Jedis Pipeline time, 100,000 SADD", "ch03/sadd", "redisson_vs_jedis", "x",
+    Claim("Redisson RBatch time ÷ Jedis Pipeline time, one SADD job", "ch03/sadd", "redisson_vs_jedis", "x",
           derived(vivo_rbatch_over_pipeline(), "x", "vivo's 1,399 ms / 504 ms")),
     Claim("JedisPool(8), 10 threads, ops/ms", "ch03/jmh", "pool8_10_loopback", "num", PUBLISHED["jmh_jedis_pool_8_10"]),
     Claim("JedisPool(8), 50 threads, ops/ms", "ch03/jmh", "pool8_50_loopback", "num", PUBLISHED["jmh_jedis_pool_8_50"]),

@@ -19,7 +19,7 @@ from ..proxy import PROXY_NAME
 from ..lab import Size
 from ..results import md_table, quantity
 from ..server import EmbeddedRedis, Endpoint, free_port
-from .ch04 import PREFIX as CH04_PREFIX, incr_exactly_once, incr_pipeline, no_retry_client
+from .ch04 import DEFAULT_RETRIES, PREFIX as CH04_PREFIX, incr_exactly_once, incr_pipeline, no_retry_client
 from .ch07 import LoopThread, async_client
 
 PREFIX = "pipelab:ch08:"
@@ -27,7 +27,6 @@ PREFIX = "pipelab:ch08:"
 # --- 1. redis-py: a default timeout with default retries -------------------------------------------
 
 DEFAULT_TIMEOUT_S = 5  # redis-py 8's socket_timeout when none is given (redis/_defaults.py)
-DEFAULT_RETRIES = 10  # and its Retry's count: TimeoutError and ConnectionError are retried
 SILENCE_S = 5.5  # a network stall a little longer than the default timeout
 RETRY_N = 100  # INCRs per pipeline: the counter divided by RETRY_N is the number of runs
 SHORT_TIMEOUT_S = 0.5  # the scaled-down case: every attempt times out, so every retry is spent
@@ -249,7 +248,7 @@ def jedis_table(run) -> str:
                      "µs per pipeline, median (min–max)"], rows)
 
 
-SPRING_N = Size(full=10_000, quick=2_000)
+SPRING_N = Size(full=5_000, quick=2_000)
 SPRING_REPEAT = Size(full=3, quick=2)
 
 
@@ -284,7 +283,7 @@ def spring_summary(run) -> dict:
             | {f"{mode}_ms": quantity(m.median * 1e3, "ms") for mode, m in run.measurements().items()})
 
 
-LETTUCE_QUEUE = Size(full=200_000, quick=50_000)  # commands queued with auto-flush off, at most
+LETTUCE_QUEUE = Size(full=100_000, quick=50_000)  # commands queued with auto-flush off, at most
 LETTUCE_REPEAT = Size(full=3, quick=2)
 REPLAY_SCENARIOS = {"default": "defaults (autoReconnect on)", "replay_filter": "replayFilter(cmd -> true)",
                     "no_reconnect": "autoReconnect(false)", "reject": "DisconnectedBehavior.REJECT_COMMANDS"}
@@ -320,7 +319,7 @@ def lettuce_summary(run) -> dict:
     return out
 
 
-REDISSON_N = Size(full=100_000, quick=100_000)  # INCRs of the batch that outlasts a 25 ms response timeout
+REDISSON_N = Size(full=50_000, quick=50_000)  # INCRs of the batch that outlasts a 25 ms response timeout
 REDISSON_REPEAT = Size(full=3, quick=2)
 
 

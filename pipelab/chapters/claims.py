@@ -5,11 +5,11 @@ results-file value answers each one). The notebook and the site print the same t
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import results
+from .. import paths, results
+from . import module
 
 
 @dataclass(frozen=True)
@@ -37,26 +37,37 @@ class Claim:
 
 def chapter_claims(chapter: str) -> list[Claim]:
     """CLAIMS of pipelab.chapters.<chapter> (e.g. "ch01"); none for a chapter without claims."""
-    try:
-        module = importlib.import_module(f"{__package__}.{chapter}")
-    except ModuleNotFoundError:
-        return []
-    return list(getattr(module, "CLAIMS", []))
+    return list(getattr(module(chapter), "CLAIMS", []))
 
 
 def result_names(chapter: str) -> list[str]:
     return sorted({c.result for c in chapter_claims(chapter)})
 
 
-def rows(chapter: str, base: Path | None = None) -> list[dict]:
+NOT_MEASURED = "–"  # short: the Reference column beside it says what the figure looks like
+
+
+def measured(name: str, key: str, base: Path | None = None) -> dict | None:
+    """A claim's figure from one run's results (`base`), None when that run did not measure it."""
+    figure = results.summary_value(name, key, base)
+    return figure if figure and figure.get("value") is not None else None
+
+
+def rows(chapter: str, base: Path | None = None, reference: Path | None = None) -> list[dict]:
+    """Each claim's published figure beside the reader's run (`base`, build/results) and the reference
+    run (`reference`, pipelab/reference). The ratio to the published figure is the reader's when they
+    measured it, else the reference's; "ratio_of" says whose."""
     out = []
     for claim in chapter_claims(chapter):
-        mine = results.summary_value(claim.result, claim.key, base)
+        mine = measured(claim.result, claim.key, base)
+        ref = measured(claim.result, claim.key, reference or paths.reference_dir())
+        ratio_of, figure = ("yours", mine) if mine else ("reference", ref) if ref else (None, None)
         published = claim.published.value
-        ratio = mine["value"] / published if mine and mine.get("value") and published else None
         out.append({"label": claim.label, "published": results.format_value(published, claim.unit),
-                    "source": claim.published.source, "ratio": ratio,
-                    "yours": mine["text"] if mine and mine.get("value") is not None else "not measured yet"})
+                    "source": claim.published.source, "yours": mine["text"] if mine else NOT_MEASURED,
+                    "reference": ref["text"] if ref else NOT_MEASURED,
+                    "ratio": figure["value"] / published if figure and figure["value"] and published else None,
+                    "ratio_of": ratio_of})
     return out
 
 
@@ -65,14 +76,19 @@ def quick_mode(chapter: str, base: Path | None = None) -> bool:
     return any(doc["environment"].get("quick_mode") for doc in docs if doc)
 
 
-def markdown_table(chapter: str, base: Path | None = None) -> str:
-    """The reader's figures beside the published ones: the notebook's last table and the site's."""
+def markdown_table(chapter: str, base: Path | None = None, reference: Path | None = None) -> str:
+    """The reader's figures beside the published ones and the reference machine's: the notebook's last
+    table and the site's. Before the reader measures, the ratio column is the reference's, marked so."""
     lines = []
     if quick_mode(chapter, base):
         lines += ["!!! warning \"Quick mode\"", "    These figures come from a quick run with reduced sizes "
                   "(the tests' mode); `make book` measures the full sizes.", ""]
-    lines += ["| Measurement | Published | Yours | Yours ÷ published | Source |", "|---|---:|---:|---:|---|"]
-    for row in rows(chapter, base):
-        ratio = f"{row['ratio']:.3g}" if row["ratio"] is not None else "–"
-        lines.append(f"| {row['label']} | {row['published']} | **{row['yours']}** | {ratio} | {row['source']} |")
+    lines += ["| Measurement | Published | Yours | Reference | Yours ÷ published | Source |",
+              "|---|---:|---:|---:|---:|---|"]
+    for row in rows(chapter, base, reference):
+        yours = NOT_MEASURED if row["yours"] == NOT_MEASURED else f"**{row['yours']}**"
+        ratio = NOT_MEASURED if row["ratio"] is None else f"{row['ratio']:.3g}" + (
+            " (reference)" if row["ratio_of"] == "reference" else "")
+        lines.append(f"| {row['label']} | {row['published']} | {yours} | {row['reference']} | {ratio} | "
+                     f"{row['source']} |")
     return results.MarkdownText("\n".join(lines))

@@ -158,7 +158,7 @@ def _cells(notebook: Path) -> list:
 def footprint_table() -> str:
     doc = results.load(TIMINGS)
     if not doc or "venv_bytes" not in doc["summary"]:
-        return "_Not measured yet: run `make course`._"
+        return "_`make course` measures what the course fetches onto this machine._"
     value = lambda key: doc["summary"][key]["text"]  # noqa: E731
     return results.md_table(["What", "Where", "On disk"], [
         [f"Python packages (JupyterLab installed: {value('venv_has_jupyterlab')})", "build/venv", value("venv_bytes")],
@@ -170,7 +170,7 @@ def footprint_table() -> str:
 def timings_table() -> str:
     """The trainer's page: the plan for each exercise beside what its solutions took on this machine."""
     doc = results.load(TIMINGS)
-    value = (lambda key: doc["summary"].get(key, {}).get("text", "–")) if doc else (lambda key: "not measured yet")
+    value = (lambda key: doc["summary"].get(key, {}).get("text", "–")) if doc else (lambda key: "–")
     rows = [[f"{int(ex.number)}. {ex.title}", f"[{ex.chapter_title()}](../chapters/{ex.chapter}.md)",
              f"{ex.planned_minutes} min", value(f"ex{ex.number}_python_s"), value(f"ex{ex.number}_java_first_s"),
              value(f"ex{ex.number}_java_s")] for ex in EXERCISES]

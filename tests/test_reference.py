@@ -1,0 +1,195 @@
+"""The reference run: plots drawn from results files alone, the site built from the committed
+reference before the reader measures anything (and saying so), the figures written into the
+Markdown for GitHub's readers, and `pipelab reference` copying only what it should."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from pipelab import Measurement, chapters, paths, plots, results  # noqa: E402
+from pipelab.book import hooks, reference, sitecheck  # noqa: E402
+from pipelab.chapters import ch01  # noqa: E402
+from tests.conftest import document, run_cli, unavailable  # noqa: E402
+
+SOURCES = sorted((paths.REPO / "site").rglob("*.md"))
+NO_REFERENCE = "pipelab/reference/ holds no reference run yet: `make reference` makes one, for the lead to commit"
+
+
+def committed_reference() -> bool:
+    return bool(results.names(paths.reference_dir()))
+
+
+def plot_markers() -> dict[str, list[str]]:
+    """{page source: the results names of its plot markers}."""
+    return {md: [name for kind, name in hooks.MARKER.findall(md.read_text()) if kind == "plot"] for md in SOURCES}
+
+
+def test_every_plot_marker_has_a_registered_plot_and_every_plot_a_marker():
+    shown = {name for names in plot_markers().values() for name in names}
+    assert shown == set(chapters.every_plot())
+
+
+def test_every_registered_plot_draws_from_its_reference_document():
+    if not committed_reference():
+        unavailable(NO_REFERENCE)  # a failure in CI: the committed reference is what readers see
+    empty = []
+    for name, draw in sorted(chapters.every_plot().items()):
+        doc = results.load(name, paths.reference_dir())
+        assert doc is not None, f"the reference run has no {name}"
+        fig = draw(doc)
+        if not any(ax.has_data() for ax in fig.axes):
+            empty.append(name)
+        plt.close(fig)
+    assert not empty, f"plots with no data drawn from the reference: {empty}"
+
+
+def test_the_lab_saves_the_registered_plot_drawn_from_the_file_it_wrote(lab, monkeypatch, tmp_path):
+    monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path))  # not among the notebooks' results
+    drawn = []
+
+    def ping_plot(doc):  # the chapter's own plot, recording what it was given
+        drawn.append(doc)
+        return ch01.ping_plot(doc)
+
+    monkeypatch.setitem(plots._PLOTS, "chx/lab-save", ping_plot)
+    runs = [Measurement(f"m{i}", 100, [s, s * 1.1]) for i, s in enumerate((0.01, 0.002, 0.008, 0.001))]
+    lab.save("chx/lab-save", runs, params={"n": 100}, alt="four bars")
+    png = paths.results_dir() / "chx" / "lab-save.png"
+    assert png.read_bytes().startswith(b"\x89PNG")
+    assert [m.samples for m in drawn[0]["measurements"]] == [m.samples for m in runs]
+    assert drawn[0] == results.load("chx/lab-save"), "drawn from the file as written, alt text and all"
+    lab.save("chx/no-plot", runs)
+    assert not (paths.results_dir() / "chx" / "no-plot.png").exists()
+
+
+# --- figures in the prose --------------------------------------------------------------------
+
+def test_writing_the_references_figures_into_the_markdown_is_idempotent(tmp_path):
+    document(tmp_path, "chx/run", summary={"speedup": results.quantity(12.34, "x"),
+                                           "outcome": results.quantity(0, "count", "OK | Error")})
+    bare = ("Pipelined, {{ chx/run#speedup }} faster;\n"
+            "{{ chx/run#outcome }} and `{{ chx/run#outcome }}`, {{ chx/run#gone }}.\n")
+    once = reference.with_values(bare, tmp_path)
+    assert once == ("Pipelined, <span><!--{{ chx/run#speedup }}-->12.3x</span> faster;\n"
+                    "<span><!--{{ chx/run#outcome }}-->OK \\| Error</span> and "
+                    "<span><!--{{ chx/run#outcome }}-->`OK \\| Error`</span>, "
+                    "<span><!--{{ chx/run#gone }}-->–</span>.\n")
+    assert reference.with_values(once, tmp_path) == once
+    assert reference.markers(once) == reference.markers(bare)
+    document(tmp_path, "chx/run", summary={"speedup": results.quantity(3.0, "x")})  # a new reference run
+    again = reference.with_values(once, tmp_path)
+    assert "-->3.0x</span> faster" in again and "-->`–`</span>" in again, "stale values are refreshed"
+
+
+def test_the_committed_markdown_shows_the_references_figures():
+    stale = [md.relative_to(paths.REPO).as_posix() for md in SOURCES
+             if reference.with_values(md.read_text()) != md.read_text()]
+    assert not stale, f"run `make reference FROM_RESULTS=1` (or `pipelab reference`): stale figures in {stale}"
+
+
+def test_the_site_shows_the_readers_figure_and_else_the_references_marked(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path / "build"))
+    monkeypatch.setenv("PIPELAB_REFERENCE", str(tmp_path / "reference"))
+    document(paths.reference_dir(), "chx/ref-only", summary={"k": results.quantity(2.5, "x")})
+    document(paths.reference_dir(), "chx/both", summary={"k": results.quantity(9.0, "x")})
+    document(paths.results_dir(), "chx/both", summary={"k": results.quantity(1.5, "x")})  # the reader's own
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="chapters/x.md"))
+    source = hooks.on_page_markdown("<span><!--{{ chx/both#k }}-->9.0x</span>, {{ chx/ref-only#k }}, "
+                                    "`{{ chx/ref-only#k }}`, {{ chx/neither#k }}", page, None, None)
+    assert source == (f'1.5x, <span class="ref" title="{hooks.REFERENCE_TITLE}">2.5x</span>, '
+                      f'<span class="ref" title="{hooks.REFERENCE_TITLE}">`2.5x`</span>, _{hooks.NOT_YET}_')
+
+
+def test_a_results_file_older_than_its_plot_says_so_on_the_page(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path / "build"))
+    monkeypatch.setenv("PIPELAB_REFERENCE", str(tmp_path / "reference"))
+    document(paths.results_dir(), "ch02/busy-loop", params={"n": 100, "depth": 100})  # no histogram yet
+    rtts = [0, 1]
+    sweep = [Measurement(f"{mode} @ {rtt}", 10, [0.01], {"mode": mode, "rtt_ms": rtt, "via_proxy": rtt > 0})
+             for rtt in rtts for mode in ("single", "pipelined")]
+    document(paths.reference_dir(), "ch01/rtt-sweep", sweep, params={"rtts_ms": rtts, "depth": 1_000},
+             environment={"measured_at": "2026-11-23T19:02:47+00:00", "cpu_model": "AMD EPYC", "cpu_count": 2})
+    assert hooks._draw_plots() == ["ch01/rtt-sweep"]
+    assert "predates the plot" in hooks._plot("ch02/busy-loop", 1)
+    assert hooks._plot("ch01/rtt-sweep", 1).endswith(
+        "<figcaption>The reference machine's run (measured 2026-11-23 on AMD EPYC, 2 CPUs): run <code>make book</code> "
+        "for your own.</figcaption>\n</figure>")
+    assert hooks.NOT_YET[1:] in hooks._plot("ch01/ping-10k", 1)
+
+
+def html_of(site, md) -> str:
+    page = md.relative_to(paths.REPO / "site").with_suffix("")
+    return (site / ("index.html" if page.name == "index" else page / "index.html")).read_text()
+
+
+def test_a_site_built_before_the_reader_measures_reads_from_the_reference(tmp_path):
+    if not committed_reference():
+        unavailable(NO_REFERENCE)  # a failure in CI: the committed reference is what readers see
+    site = tmp_path / "site"
+    env = dict(os.environ, PIPELAB_BUILD=str(tmp_path / "empty-build"), PIPELAB_REFERENCE=str(paths.reference_dir()))
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+                          cwd=paths.REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    problems = [f"{page.relative_to(site)}: says not measured yet" for page in sorted(site.rglob("*.html"))
+                if "not measured yet" in re.sub(r"<[^>]+>", "", page.read_text()).lower()]
+    for md, names in plot_markers().items():
+        html = html_of(site, md)
+        for name in names:
+            if not re.search(rf'<img [^>]*src="[./]*figures/{name}\.png"', html):
+                problems.append(f"{md.name}: no <img> for the plot {name}")
+            if not (site / "figures" / f"{name}.png").exists():
+                problems.append(f"{md.name}: figures/{name}.png is not in the site")
+        if names and "<figcaption>The reference machine's run (measured " not in html:
+            problems.append(f"{md.name}: its plots do not say they are the reference machine's")
+        text = md.read_text()
+        if reference.markers(text) and 'class="ref"' not in html:
+            problems.append(f"{md.name}: its figures are not marked as the reference machine's")
+        if "pipelab:env" in text and "The reference machine's environment" not in html:
+            problems.append(f"{md.name}: its environment table does not say it is the reference machine's")
+    problems += sitecheck.check_links(site)
+    assert not problems, "\n".join(problems)
+
+
+# --- pipelab reference -----------------------------------------------------------------------
+
+def run_of_every_chapter(base, quick=False) -> None:
+    for chapter in reference.chapters():
+        results.save(f"{chapter}/run", environment={"quick_mode": quick}, base=base)
+
+
+def test_publishing_copies_every_chapters_results_and_nothing_else(tmp_path):
+    source, target = tmp_path / "results", tmp_path / "reference"
+    run_of_every_chapter(source)
+    results.save("course/timings", environment={}, base=source)
+    (source / "ch01" / "run.png").write_bytes(b"\x89PNG")
+    results.save("ch09/gone", environment={}, base=target)  # the previous reference's
+    (target / ".gitkeep").write_text("")
+    names = reference.publish(source, target)
+    assert names == [f"{chapter}/run" for chapter in reference.chapters()] and len(names) == 8
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()) == \
+        [".gitkeep"] + [f"{name}.json" for name in names]
+    assert results.load("ch01/run", target) == results.load("ch01/run", source)
+
+
+@pytest.mark.parametrize("broken", ["quick", "missing chapter"])
+def test_publishing_refuses_a_quick_or_partial_run_in_one_sentence(tmp_path, broken):
+    source, target = tmp_path / "build" / "results", tmp_path / "reference"
+    run_of_every_chapter(source, quick=broken == "quick")
+    if broken == "missing chapter":
+        (source / "ch03" / "run.json").unlink()
+    results.save("ch01/kept", environment={}, base=target)
+    done = run_cli("reference", "--from-results",
+                   env={"PIPELAB_BUILD": str(tmp_path / "build"), "PIPELAB_REFERENCE": str(target)})
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and ("quick run" if broken == "quick" else "chapter 3") in done.stderr
+    assert results.names(target) == ["ch01/kept"], "the reference is left as it was"
