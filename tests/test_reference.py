@@ -177,8 +177,17 @@ def test_publishing_copies_every_chapters_results_and_nothing_else(tmp_path):
     names = reference.publish(source, target)
     assert names == [f"{chapter}/run" for chapter in reference.chapters()] and len(names) == 8
     assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()) == \
-        [".gitkeep"] + [f"{name}.json" for name in names]
+        [".gitkeep"] + [f"{name}.json" for name in names] + [reference.SOURCES]
     assert results.load("ch01/run", target) == results.load("ch01/run", source)
+    assert reference.stale_chapters(target) == [], "the run is recorded as made from the sources as they are"
+
+
+def test_the_committed_reference_was_made_from_every_chapters_current_sources():
+    if not committed_reference():
+        unavailable(NO_REFERENCE)
+    stale = reference.stale_chapters()
+    assert not stale, (f"{', '.join(stale)} changed since the reference run (its notebook, pipelab modules, Java "
+                       "sources or uv.lock): run `make reference` and commit pipelab/reference/")
 
 
 @pytest.mark.parametrize("broken", ["quick", "missing chapter"])

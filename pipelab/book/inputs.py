@@ -107,11 +107,16 @@ def server_identity(binary: str) -> str:
     return hashlib.sha256(Path(binary).read_bytes()).hexdigest()
 
 
+def sources(notebook: Path) -> dict:
+    """The chapter's own inputs, by content: its notebook, the pipelab modules and Java sources it
+    uses, and the lock (what the committed reference run records, machine and server aside)."""
+    return {"notebook": _digest([notebook]), "python": _digest(python_files(notebook)),
+            "java": _digest(java_files(notebook.stem[:2])), "lock": _digest([REPO / "uv.lock"])}
+
+
 def chapter_key(notebook: Path, *, quick: bool, server: str) -> dict:
-    chapter = notebook.stem[:2]
-    py, java = python_files(notebook), java_files(chapter)
-    parts = {"notebook": _digest([notebook]), "python": _digest(py), "java": _digest(java),
-             "lock": _digest([REPO / "uv.lock"]), "server": server, "quick": quick, "machine": machine()}
+    py, java = python_files(notebook), java_files(notebook.stem[:2])
+    parts = sources(notebook) | {"server": server, "quick": quick, "machine": machine()}
     parts["key"] = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
     parts["files"] = [str(p.relative_to(REPO)) for p in [notebook, *py, *java]]
     return parts

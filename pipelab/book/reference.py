@@ -5,6 +5,7 @@ reader's own results wherever they exist, and the reference's, marked as such, e
 """
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from dataclasses import dataclass
@@ -13,7 +14,9 @@ from pathlib import Path
 from .. import paths, results
 from ..chapters.claims import NOT_MEASURED
 from ..errors import LabError
-from . import build
+from . import build, inputs
+
+SOURCES = "sources.json"  # beside the chapters' folders: what each chapter's reference run was made from
 
 # A figure in the prose. Bare: {{ ch01/ping-10k#python_speedup }}, in backticks for a code figure. As
 # `pipelab reference` writes it: <span><!--{{ ch01/ping-10k#python_speedup }}-->17.6x</span>, where
@@ -111,4 +114,17 @@ def publish(source: Path | None = None, target: Path | None = None) -> list[str]
     for name in names:
         results.path_for(name, target).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(results.path_for(name, source), results.path_for(name, target))
+    (target / SOURCES).write_text(json.dumps(current_sources(), indent=1, sort_keys=True) + "\n")
     return names
+
+
+def current_sources() -> dict:
+    """{chapter: its sources' digests} as the working tree has them now."""
+    return {f"ch{notebook.name[:2]}": inputs.sources(notebook) for notebook in build.notebooks()}
+
+
+def stale_chapters(reference: Path | None = None) -> list[str]:
+    """The chapters whose sources changed since the reference run was made (all, without a record)."""
+    path = (reference or paths.reference_dir()) / SOURCES
+    made_from = json.loads(path.read_text()) if path.exists() else {}
+    return [chapter for chapter, digests in current_sources().items() if made_from.get(chapter) != digests]

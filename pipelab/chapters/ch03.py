@@ -44,7 +44,7 @@ RTT_MS = 1
 # JMH: warm-up iterations, measured iterations, seconds each, and thread counts per RTT: the claims
 # and the prose read 10 and 50 threads on loopback and 50 at 1 ms (each run also pays about 3 s to
 # start its fork).
-JMH_WARMUPS, JMH_ITERATIONS, JMH_SECONDS = Size(full=1, quick=1), Size(full=3, quick=1), 1
+JMH_WARMUPS, JMH_ITERATIONS, JMH_SECONDS = Size(full=1, quick=0), Size(full=3, quick=1), 1
 JMH_THREADS = {0: [10, 50], RTT_MS: [50]}
 JAVA_CLIENTS = {"Jedis": "ch03-jedis", "Lettuce": "ch03-lettuce", "Spring Data Redis": "ch03-spring",
                 "Redisson": "ch03-redisson"}

@@ -319,7 +319,7 @@ def lettuce_summary(run) -> dict:
     return out
 
 
-REDISSON_N = Size(full=50_000, quick=50_000)  # INCRs of the batch that outlasts a 25 ms response timeout
+REDISSON_N = Size(full=50_000, quick=20_000)  # INCRs of the batch that outlasts a 25 ms response timeout
 REDISSON_REPEAT = Size(full=3, quick=2)
 
 
