@@ -91,7 +91,7 @@ def executed_notebooks(session, jdk, isolated_build):
     from pipelab.book import build as book
 
     only = [n for n in os.environ.get("PIPELAB_TEST_NOTEBOOKS", "").split(",") if n]  # e.g. "02" while editing
-    with kernels_attached(session, **section_tracing(isolated_build), **{jbang.RUNS_LOG_VAR: str(isolated_build / "java-runs.txt")}):
+    with kernels_attached(session, **section_tracing(isolated_build), **{jbang.RUNS_LOG_VAR: str(java_runs_log(isolated_build))}):
         paths = book.run_notebooks(session.env(), quick=True, only=only or None)
     return {p.name[:2]: nbformat.read(p, as_version=4) for p in paths}
 
@@ -163,6 +163,17 @@ def saved(name: str) -> dict:
     loaded = results.load(name)
     assert loaded is not None, f"the notebook saved no {name}"
     return loaded
+
+
+def java_runs_log(build: Path) -> Path:
+    """Where the notebooks' kernels note each JBang example they run (jbang.RUNS_LOG_VAR)."""
+    return build / "java-runs.txt"
+
+
+def java_examples_run(build: Path) -> set[str]:
+    """The JBang aliases this session's notebooks ran (none before they ran)."""
+    log = java_runs_log(build)
+    return set(log.read_text().split()) if log.exists() else set()
 
 
 def document(base: Path, name: str, measurements=(), **fields) -> dict:

@@ -9,6 +9,7 @@ import pytest
 from pipelab import jbang
 from pipelab.paths import REPO
 from pipelab.errors import LabError
+from tests.conftest import java_examples_run
 
 ALIASES = sorted(jbang.catalog_aliases())
 EXAMPLES = [a for a in ALIASES if not a.startswith("ex")]  # the course's exercises: tests/test_course.py
@@ -70,8 +71,7 @@ def pipelining_wins(alias: str, measurements: dict) -> None:
 
 @pytest.mark.parametrize("alias", ALIASES)
 def test_catalog_entry_builds(alias, jdk, isolated_build):
-    runs = isolated_build / "java-runs.txt"  # the examples this session's notebooks ran, hence built
-    if runs.exists() and alias in runs.read_text().split():
+    if alias in java_examples_run(isolated_build):  # a notebook ran it, so JBang built it
         return
     jbang.jbang(["build", alias], quiet=True)
 

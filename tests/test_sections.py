@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pipelab.paths import REPO
+from tests.conftest import java_examples_run
 
 INCLUDE = re.compile(r'--8<--\s+"([^":]+):([\w-]+)"')
 JAVA_METHOD = re.compile(r"^\s*(?:(?:public|private|protected|static|final|synchronized|abstract)\s+)*"
@@ -89,9 +90,7 @@ def ran(executed_notebooks, isolated_build):
     if os.environ.get("PIPELAB_TEST_NOTEBOOKS"):
         pytest.skip("only some notebooks ran (PIPELAB_TEST_NOTEBOOKS)")
     called = set((isolated_build / "sections-run.txt").read_text().split())
-    runs_log = isolated_build / "java-runs.txt"
-    java = set(runs_log.read_text().split()) if runs_log.exists() else set()
-    return called, java
+    return called, java_examples_run(isolated_build)
 
 
 SECTIONS = sorted(included_sections())

@@ -107,16 +107,19 @@ def server_identity(binary: str) -> str:
     return hashlib.sha256(Path(binary).read_bytes()).hexdigest()
 
 
-def sources(notebook: Path) -> dict:
+def sources(notebook: Path, py: list[Path] | None = None, java: list[Path] | None = None) -> dict:
     """The chapter's own inputs, by content: its notebook, the pipelab modules and Java sources it
-    uses, and the lock (what the committed reference run records, machine and server aside)."""
-    return {"notebook": _digest([notebook]), "python": _digest(python_files(notebook)),
-            "java": _digest(java_files(notebook.stem[:2])), "lock": _digest([REPO / "uv.lock"])}
+    uses (`py`, `java`: found here when not given), and the lock (what the committed reference run
+    records, machine and server aside)."""
+    py = python_files(notebook) if py is None else py
+    java = java_files(notebook.stem[:2]) if java is None else java
+    return {"notebook": _digest([notebook]), "python": _digest(py), "java": _digest(java),
+            "lock": _digest([REPO / "uv.lock"])}
 
 
 def chapter_key(notebook: Path, *, quick: bool, server: str) -> dict:
     py, java = python_files(notebook), java_files(notebook.stem[:2])
-    parts = sources(notebook) | {"server": server, "quick": quick, "machine": machine()}
+    parts = sources(notebook, py, java) | {"server": server, "quick": quick, "machine": machine()}
     parts["key"] = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
     parts["files"] = [str(p.relative_to(REPO)) for p in [notebook, *py, *java]]
     return parts

@@ -174,14 +174,18 @@ def ping_summary(runs: list) -> dict:
             "jedis_speedup": quantity(jedis_one.median / jedis_pipe.median, "x")}
 
 
-@plots.draws("ch01/ping-10k")
-def ping_plot(doc: dict) -> Figure:
+def loopback_bars(doc: dict, what: str, colors: list):
+    """The whole job's median time per client and mode, whiskers min-max: chapter 1's two bar charts."""
     runs, n = doc["measurements"], doc["params"]["n"]
     fig, ax = plt.subplots()
-    plots.bars_with_spread(ax, runs, unit=1e3, ylabel="milliseconds for all PINGs",
-                           colors=[plots.COLORS["one by one"], plots.COLORS["pipelined"]] * 2)
-    ax.set_title(f"{n:,} PINGs on loopback: median, whiskers min-max of {len(runs[0].samples)} runs")
-    return fig
+    plots.bars_with_spread(ax, runs, unit=1e3, ylabel=f"milliseconds for all {what}", colors=colors)
+    ax.set_title(f"{n:,} {what} on loopback: median, whiskers min-max of {len(runs[0].samples)} runs")
+    return fig, ax
+
+
+@plots.draws("ch01/ping-10k")
+def ping_plot(doc: dict) -> Figure:
+    return loopback_bars(doc, "PINGs", [plots.COLORS["one by one"], plots.COLORS["pipelined"]] * 2)[0]
 
 
 def ping_alt(n: int) -> str:
@@ -217,12 +221,8 @@ def sadd_summary(runs: list) -> dict:
 
 @plots.draws("ch01/sadd")
 def sadd_plot(doc: dict) -> Figure:
-    runs, n = doc["measurements"], doc["params"]["n"]
-    fig, ax = plt.subplots()
     one, piped, other = plots.COLORS["one by one"], plots.COLORS["pipelined"], plots.COLORS["other"]
-    plots.bars_with_spread(ax, runs, unit=1e3, ylabel="milliseconds for all SADDs",
-                           colors=[one, piped, other, one, piped])
-    ax.set_title(f"{n:,} SADD on loopback: median, whiskers min-max of {len(runs[0].samples)} runs")
+    fig, ax = loopback_bars(doc, "SADDs", [one, piped, other, one, piped])
     ax.tick_params(axis="x", labelrotation=15)
     return fig
 
