@@ -234,6 +234,8 @@ def test_a_taken_port_is_one_sentence():
     base = free_cluster_port()
     for held in (base + 1, base + 2 + BUS_OFFSET):
         with socket.socket() as holder:
+            # As redis-server binds: a closed bus connection's TIME_WAIT must not make the port look taken.
+            holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             holder.bind(("127.0.0.1", held))
             holder.listen()
             with pytest.raises(LabError, match=f"Port {held} on 127.0.0.1") as err:
