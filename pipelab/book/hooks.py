@@ -48,6 +48,13 @@ def _notebook_sources() -> dict[str, Path]:
     return found
 
 
+def on_config(config):
+    # mkdocs-jupyter's cache lives in the build dir being built, so builds for different build dirs
+    # (the tests make several, at once) never evict or half-read each other's entries.
+    config.plugins["mkdocs-jupyter"].config["cache_dir"] = str(paths.build_dir() / "mkdocs-jupyter-cache")
+    return config
+
+
 @event_priority(100)  # before mkdocs-jupyter turns .ipynb files into pages
 def on_files(files, config):
     # mkdocs-jupyter wraps File objects in a way that only works for files on disk under a src_dir,
