@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import redis
@@ -144,6 +145,15 @@ def measure_blocked(lab, n: int) -> dict[str, dict]:
     r.unlink(key)
     r.close()
     return out
+
+
+def measure_retries(lab, n: int) -> tuple[dict, dict]:
+    """measure_stalled (without toxiproxy: {}) and measure_blocked at once: each mostly waits, one on
+    the proxy's stall and one on BLPOP, and each counts its runs on a key of its own."""
+    with ThreadPoolExecutor(1) as pool:
+        blocked = pool.submit(measure_blocked, lab, n)
+        stalled = measure_stalled(lab, n) if lab.rtt_available else {}
+        return stalled, blocked.result()
 
 
 def _in_loop(make_coro):
