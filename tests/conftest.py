@@ -82,8 +82,67 @@ def jdk():
         unavailable(str(err))
 
 
+# Chapter 8 mostly waits on stalls and timeouts and asserts counts, not speeds: work the session
+# needs that measures nothing (the course's solutions, on servers of their own; site builds) runs
+# beside it instead of after every notebook.
+BESIDE = "08"
+
+
+class Background:
+    """A command run in a process of its own: started beside chapter 8 when the session has a test
+    using the fixture `needed_by`, else when first waited for. `env` is called at the start (free
+    ports are chosen then)."""
+
+    def __init__(self, argv: list[str], env, log: Path, needed_by: str):
+        self.argv, self.env, self.log, self.needed_by = argv, env, log, needed_by
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        if self.proc is None:
+            with open(self.log, "w") as log:
+                self.proc = subprocess.Popen(self.argv, cwd=Path(__file__).parent.parent, env=self.env(),
+                                             stdout=log, stderr=subprocess.STDOUT)
+
+    def wait(self) -> tuple[int, str]:
+        """Its exit code and the end of what it printed."""
+        self.start()
+        return self.proc.wait(timeout=1800), self.log.read_text()[-3000:]
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=60)
+
+
+def course_env() -> dict:
+    """`pipelab course` starts its own Redis, toxiproxy and cluster: on ports other than the session's."""
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "TOXIPROXY_URL", "REDIS_CLUSTER_URL")}
+    taken = int(os.environ["PIPELAB_CLUSTER_PORT"])
+    cluster_port = next(p for p in iter(free_cluster_port, None) if abs(p - taken) > 3)
+    return env | {"PIPELAB_PORT": str(free_port()), "PIPELAB_CLUSTER_PORT": str(cluster_port), "PIPELAB_PROGRESS": "0"}
+
+
 @pytest.fixture(scope="session")
-def executed_notebooks(session, jdk, isolated_build):
+def background(isolated_build, tmp_path_factory) -> dict[str, Background]:
+    """The course's solutions run and timed as a trainer runs them (`pipelab course --quick`), and the
+    site built (mkdocs --strict) before the reader measured anything: with the committed reference
+    ("reference") and with no reference either ("nothing")."""
+    from pipelab import paths
+
+    jobs = {"course": Background([sys.executable, "-m", "pipelab", "course", "--quick", "--no-site"], course_env,
+                                 isolated_build / "course.log", "course_run")}
+    base = tmp_path_factory.mktemp("unmeasured")
+    for name, reference in (("reference", paths.reference_dir()), ("nothing", base / "no-reference")):
+        env = dict(os.environ, PIPELAB_BUILD=str(base / name / "build"), PIPELAB_REFERENCE=str(reference))
+        jobs[name] = Background([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(base / name / "site")],
+                                lambda env=env: env, base / f"{name}.log", "unmeasured_sites")
+    yield jobs
+    for job in jobs.values():
+        job.stop()
+
+
+@pytest.fixture(scope="session")
+def executed_notebooks(request, session, jdk, isolated_build, background):
     """Every chapter notebook, executed once in quick mode against the session's Redis: {"01": nb, ...}."""
     import nbformat
 
@@ -91,8 +150,17 @@ def executed_notebooks(session, jdk, isolated_build):
     from pipelab.book import build as book
 
     only = [n for n in os.environ.get("PIPELAB_TEST_NOTEBOOKS", "").split(",") if n]  # e.g. "02" while editing
-    with kernels_attached(session, **section_tracing(isolated_build), **{jbang.RUNS_LOG_VAR: str(java_runs_log(isolated_build))}):
-        paths = book.run_notebooks(session.env(), quick=True, only=only or None)
+    chapters = [p.name[:2] for p in book.notebooks(only or None)]
+    paths = []
+    for group in ([c for c in chapters if c != BESIDE], [c for c in chapters if c == BESIDE]):
+        if group == [BESIDE]:
+            for job in background.values():
+                if needed_in_session(request, job.needed_by):
+                    job.start()
+        if group:
+            with kernels_attached(session, **section_tracing(isolated_build),
+                                  **{jbang.RUNS_LOG_VAR: str(java_runs_log(isolated_build))}):
+                paths += book.run_notebooks(session.env(), quick=True, only=group)
     return {p.name[:2]: nbformat.read(p, as_version=4) for p in paths}
 
 
@@ -109,15 +177,34 @@ def section_tracing(build) -> dict:
 
 
 @pytest.fixture(scope="session")
-def course_run(session, jdk):
-    """Every solution of the course, Python notebook and Java, run and timed once in quick mode, as
-    `make course` does: the timings results file (the executed notebooks are in notebooks/solutions)."""
+def course_run(jdk, background):
+    """Every solution of the course, Python notebook and Java, run and timed once in quick mode by
+    `pipelab course`: the timings results file (the executed notebooks are in notebooks/solutions)."""
     from pipelab import results
     from pipelab.course import timings as course
 
-    with kernels_attached(session):
-        course.run_solutions(session.endpoint.host, session.endpoint.port, quick=True)
+    code, printed = background["course"].wait()
+    assert code == 0, f"pipelab course --quick exited {code}:\n{printed}"
     return results.load(course.TIMINGS)
+
+
+@pytest.fixture(scope="session")
+def unsolved_java_runs(session, jdk) -> dict:
+    """Each Java exercise run unsolved, as a trainee first runs it: {alias: (the run, keys left in
+    the session's Redis after it)}."""
+    from pipelab.course import timings as course
+
+    out = {}
+    for ex in course.EXERCISES:
+        done = course.run_java(ex, session.endpoint.host, session.endpoint.port, solution=False)
+        with session.endpoint.client() as client:
+            out[ex.alias(False)] = (done, client.dbsize())
+    return out
+
+
+def needed_in_session(request, fixture: str) -> bool:
+    """Whether a test of this session uses `fixture` (so it runs anyway)."""
+    return any(fixture in item.fixturenames for item in request.session.items)
 
 
 @pytest.fixture(scope="session")
@@ -127,6 +214,12 @@ def built_site(isolated_build, executed_notebooks):
 
     book.build_site(isolated_build / "site")
     return isolated_build / "site"
+
+
+@pytest.fixture(scope="session")
+def unmeasured_sites(background) -> dict:
+    """The two sites built before the reader measured anything: {name: (exit code, output, site dir)}."""
+    return {name: (*background[name].wait(), Path(background[name].argv[-1])) for name in ("reference", "nothing")}
 
 
 @contextmanager

@@ -4,8 +4,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
-import sys
 
 import nbformat
 import pytest
@@ -85,13 +83,11 @@ def test_site_builds_strict_with_the_readers_figures(built_site):
         assert "data:image/png;base64" in notebook_page or "<img" in notebook_page, chapter.stem
 
 
-def test_site_builds_strict_before_anything_was_measured(tmp_path):
-    # Neither the reader's results nor a reference run (test_reference.py builds the site with one).
-    env = dict(os.environ, PIPELAB_BUILD=str(tmp_path / "empty-build"), PIPELAB_REFERENCE=str(tmp_path / "none"))
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
-                          cwd=paths.REPO, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    page = (tmp_path / "site" / "chapters" / "01-round-trip-time" / "index.html").read_text()
+def test_site_builds_strict_before_anything_was_measured(unmeasured_sites):
+    # Neither the reader's results nor a reference run (test_reference.py reads the build with one).
+    code, stderr, site = unmeasured_sites["nothing"]
+    assert code == 0, stderr
+    page = (site / "chapters" / "01-round-trip-time" / "index.html").read_text()
     assert "not measured yet" in page
 
 

@@ -42,14 +42,13 @@ def test_the_trainers_tables_come_from_the_timings(timings):
 
 
 @pytest.mark.parametrize("ex", course.EXERCISES, ids=lambda e: f"ex{e.number}")
-def test_an_unsolved_java_exercise_says_so_in_one_sentence(ex, jdk, lab):
-    done = course.run_java(ex, lab.endpoint.host, lab.endpoint.port, solution=False)
+def test_an_unsolved_java_exercise_says_so_in_one_sentence(ex, unsolved_java_runs):
+    done, keys_left = unsolved_java_runs[ex.alias(False)]
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
     assert "not solved yet" in output, output
     assert not any(mark in output for mark in STACK_TRACE), output
-    with lab.client() as client:
-        assert client.dbsize() == 0, "the check left keys behind"
+    assert keys_left == 0, "the check left keys behind"
 
 
 def test_a_java_exercise_refuses_a_redis_with_foreign_keys(jdk, lab, foreign_key):

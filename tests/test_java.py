@@ -9,7 +9,8 @@ import pytest
 from pipelab import jbang
 from pipelab.paths import REPO
 from pipelab.errors import LabError
-from tests.conftest import java_examples_run
+from pipelab.course import timings as course
+from tests.conftest import java_examples_run, needed_in_session
 
 ALIASES = sorted(jbang.catalog_aliases())
 EXAMPLES = [a for a in ALIASES if not a.startswith("ex")]  # the course's exercises: tests/test_course.py
@@ -70,8 +71,18 @@ def pipelining_wins(alias: str, measurements: dict) -> None:
 
 
 @pytest.mark.parametrize("alias", ALIASES)
-def test_catalog_entry_builds(alias, jdk, isolated_build):
+def test_catalog_entry_builds(alias, jdk, isolated_build, request):
     if alias in java_examples_run(isolated_build):  # a notebook ran it, so JBang built it
+        return
+    # The course's tests run every exercise and solution: when this session has them, their runs
+    # are the proof that JBang built the alias.
+    exercise = next((ex for ex in course.EXERCISES if alias in (ex.alias(False), ex.alias(True))), None)
+    if exercise and alias == exercise.alias(True) and needed_in_session(request, "course_run"):
+        assert request.getfixturevalue("course_run")["summary"][f"ex{exercise.number}_java_printed"]["text"]
+        return
+    if exercise and alias == exercise.alias(False) and needed_in_session(request, "unsolved_java_runs"):
+        done, _ = request.getfixturevalue("unsolved_java_runs")[alias]
+        assert "not solved yet" in done.stdout + done.stderr, done.stdout + done.stderr
         return
     jbang.jbang(["build", alias], quiet=True)
 

@@ -3,10 +3,7 @@ reference before the reader measures anything (and saying so), the figures writt
 Markdown for GitHub's readers, and `pipelab reference` copying only what it should."""
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import matplotlib
@@ -132,14 +129,11 @@ def html_of(site, md) -> str:
     return (site / ("index.html" if page.name == "index" else page / "index.html")).read_text()
 
 
-def test_a_site_built_before_the_reader_measures_reads_from_the_reference(tmp_path):
+def test_a_site_built_before_the_reader_measures_reads_from_the_reference(unmeasured_sites):
     if not committed_reference():
         unavailable(NO_REFERENCE)  # a failure in CI: the committed reference is what readers see
-    site = tmp_path / "site"
-    env = dict(os.environ, PIPELAB_BUILD=str(tmp_path / "empty-build"), PIPELAB_REFERENCE=str(paths.reference_dir()))
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
-                          cwd=paths.REPO, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    code, stderr, site = unmeasured_sites["reference"]
+    assert code == 0, stderr
     problems = [f"{page.relative_to(site)}: says not measured yet" for page in sorted(site.rglob("*.html"))
                 if "not measured yet" in re.sub(r"<[^>]+>", "", page.read_text()).lower()]
     for md, names in plot_markers().items():
