@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -114,6 +115,40 @@ class Background:
             self.proc.wait(timeout=60)
 
 
+class UnsolvedJava:
+    """Each Java exercise run unsolved, as a trainee first runs it, on a Redis of its own (so it can
+    run beside chapter 8, like Background): {alias: (the run, keys left in that Redis after it)}."""
+
+    needed_by = "unsolved_java_runs"
+
+    def __init__(self):
+        self.pool = ThreadPoolExecutor(1)
+        self.future = None
+
+    def start(self) -> None:
+        if self.future is None:
+            self.future = self.pool.submit(self._run)
+
+    @staticmethod
+    def _run() -> dict:
+        from pipelab.course import timings as course
+
+        out = {}
+        with EmbeddedRedis(port=free_port()) as server:
+            for ex in course.EXERCISES:
+                done = course.run_java(ex, server.endpoint.host, server.endpoint.port, solution=False)
+                with server.endpoint.client() as client:
+                    out[ex.alias(False)] = (done, client.dbsize())
+        return out
+
+    def wait(self) -> dict:
+        self.start()
+        return self.future.result(timeout=900)
+
+    def stop(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
 def course_env() -> dict:
     """`pipelab course` starts its own Redis, toxiproxy and cluster: on ports other than the session's."""
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "TOXIPROXY_URL", "REDIS_CLUSTER_URL")}
@@ -124,13 +159,13 @@ def course_env() -> dict:
 
 @pytest.fixture(scope="session")
 def background(isolated_build, tmp_path_factory) -> dict[str, Background]:
-    """The course's solutions run and timed as a trainer runs them (`pipelab course --quick`), and the
-    site built (mkdocs --strict) before the reader measured anything: with the committed reference
+    """The course's solutions run and timed as a trainer runs them (`pipelab course --quick`), its
+    Java exercises run unsolved, and the site built (mkdocs --strict) before the reader measured anything: with the committed reference
     ("reference") and with no reference either ("nothing")."""
     from pipelab import paths
 
     jobs = {"course": Background([sys.executable, "-m", "pipelab", "course", "--quick", "--no-site"], course_env,
-                                 isolated_build / "course.log", "course_run")}
+                                 isolated_build / "course.log", "course_run"), "unsolved": UnsolvedJava()}
     base = tmp_path_factory.mktemp("unmeasured")
     for name, reference in (("reference", paths.reference_dir()), ("nothing", base / "no-reference")):
         env = dict(os.environ, PIPELAB_BUILD=str(base / name / "build"), PIPELAB_REFERENCE=str(reference))
@@ -189,17 +224,9 @@ def course_run(jdk, background):
 
 
 @pytest.fixture(scope="session")
-def unsolved_java_runs(session, jdk) -> dict:
-    """Each Java exercise run unsolved, as a trainee first runs it: {alias: (the run, keys left in
-    the session's Redis after it)}."""
-    from pipelab.course import timings as course
-
-    out = {}
-    for ex in course.EXERCISES:
-        done = course.run_java(ex, session.endpoint.host, session.endpoint.port, solution=False)
-        with session.endpoint.client() as client:
-            out[ex.alias(False)] = (done, client.dbsize())
-    return out
+def unsolved_java_runs(jdk, background) -> dict:
+    """Each Java exercise run unsolved: {alias: (the run, keys left in Redis after it)} (UnsolvedJava)."""
+    return background["unsolved"].wait()
 
 
 def needed_in_session(request, fixture: str) -> bool:
@@ -234,7 +261,8 @@ def kernels_attached(session, **env):
         book.attach_kernels(session.env())
         yield
     finally:
-        os.environ.clear()
+        for added in set(os.environ) - set(saved):  # never clear(): work beside chapter 8 reads it meanwhile
+            del os.environ[added]
         os.environ.update(saved)
 
 
