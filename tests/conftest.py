@@ -92,10 +92,10 @@ BESIDE = "08"
 class Background:
     """A command run in a process of its own: started beside chapter 8 when the session has a test
     using the fixture `needed_by`, else when first waited for. `env` is called at the start (free
-    ports are chosen then)."""
+    ports are chosen then); `made` is what the command makes, if the tests read it."""
 
-    def __init__(self, argv: list[str], env, log: Path, needed_by: str):
-        self.argv, self.env, self.log, self.needed_by = argv, env, log, needed_by
+    def __init__(self, argv: list[str], env, log: Path, needed_by: str, made: Path | None = None):
+        self.argv, self.env, self.log, self.needed_by, self.made = argv, env, log, needed_by, made
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -115,62 +115,70 @@ class Background:
             self.proc.wait(timeout=60)
 
 
-class UnsolvedJava:
-    """Each Java exercise run unsolved, as a trainee first runs it, on a Redis of its own (so it can
-    run beside chapter 8, like Background): {alias: (the run, keys left in that Redis after it)}."""
+class InThread:
+    """Background's counterpart for work done from this process: `work()` in a thread of its own."""
 
-    needed_by = "unsolved_java_runs"
-
-    def __init__(self):
+    def __init__(self, work, needed_by: str):
+        self.work, self.needed_by = work, needed_by
         self.pool = ThreadPoolExecutor(1)
         self.future = None
 
     def start(self) -> None:
         if self.future is None:
-            self.future = self.pool.submit(self._run)
+            self.future = self.pool.submit(self.work)
 
-    @staticmethod
-    def _run() -> dict:
-        from pipelab.course import timings as course
-
-        out = {}
-        with EmbeddedRedis(port=free_port()) as server:
-            for ex in course.EXERCISES:
-                done = course.run_java(ex, server.endpoint.host, server.endpoint.port, solution=False)
-                with server.endpoint.client() as client:
-                    out[ex.alias(False)] = (done, client.dbsize())
-        return out
-
-    def wait(self) -> dict:
+    def wait(self):
         self.start()
         return self.future.result(timeout=900)
 
     def stop(self) -> None:
         self.pool.shutdown(wait=True)
 
+    def stop(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+def unsolved_java() -> dict:
+    """Each Java exercise run unsolved, as a trainee first runs it, on a Redis of its own:
+    {alias: (the run, keys left in that Redis after it)}."""
+    from pipelab.course import timings as course
+
+    out = {}
+    with EmbeddedRedis(port=free_port()) as server:
+        for ex in course.EXERCISES:
+            done = course.run_java(ex, server.endpoint.host, server.endpoint.port, solution=False)
+            with server.endpoint.client() as client:
+                out[ex.alias(False)] = (done, client.dbsize())
+    return out
+
 
 def course_env() -> dict:
-    """`pipelab course` starts its own Redis, toxiproxy and cluster: on ports other than the session's."""
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "TOXIPROXY_URL", "REDIS_CLUSTER_URL")}
-    taken = int(os.environ["PIPELAB_CLUSTER_PORT"])
-    cluster_port = next(p for p in iter(free_cluster_port, None) if abs(p - taken) > 3)
-    return env | {"PIPELAB_PORT": str(free_port()), "PIPELAB_CLUSTER_PORT": str(cluster_port), "PIPELAB_PROGRESS": "0"}
+    """`pipelab course` starts its own Redis, toxiproxy and cluster (isolated_build has unset the
+    variables that would attach it elsewhere): on ports other than the session's."""
+    session_port = int(os.environ["PIPELAB_CLUSTER_PORT"])
+    cluster_port = free_cluster_port()
+    while abs(cluster_port - session_port) <= 3:  # three masters each: the two ranges must not meet
+        cluster_port = free_cluster_port()
+    return dict(os.environ, PIPELAB_PORT=str(free_port()), PIPELAB_CLUSTER_PORT=str(cluster_port),
+                PIPELAB_PROGRESS="0")
 
 
 @pytest.fixture(scope="session")
-def background(isolated_build, tmp_path_factory) -> dict[str, Background]:
+def background(isolated_build, tmp_path_factory) -> dict:
     """The course's solutions run and timed as a trainer runs them (`pipelab course --quick`), its
-    Java exercises run unsolved, and the site built (mkdocs --strict) before the reader measured anything: with the committed reference
-    ("reference") and with no reference either ("nothing")."""
+    Java exercises run unsolved, and the site built (mkdocs --strict) before the reader measured
+    anything: with the committed reference ("reference") and with no reference either ("nothing")."""
     from pipelab import paths
 
     jobs = {"course": Background([sys.executable, "-m", "pipelab", "course", "--quick", "--no-site"], course_env,
-                                 isolated_build / "course.log", "course_run"), "unsolved": UnsolvedJava()}
+                                 isolated_build / "course.log", "course_run"),
+            "unsolved": InThread(unsolved_java, "unsolved_java_runs")}
     base = tmp_path_factory.mktemp("unmeasured")
     for name, reference in (("reference", paths.reference_dir()), ("nothing", base / "no-reference")):
         env = dict(os.environ, PIPELAB_BUILD=str(base / name / "build"), PIPELAB_REFERENCE=str(reference))
-        jobs[name] = Background([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(base / name / "site")],
-                                lambda env=env: env, base / f"{name}.log", "unmeasured_sites")
+        site = base / name / "site"
+        jobs[name] = Background([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+                                lambda env=env: env, base / f"{name}.log", "unmeasured_sites", made=site)
     yield jobs
     for job in jobs.values():
         job.stop()
@@ -186,16 +194,19 @@ def executed_notebooks(request, session, jdk, isolated_build, background):
 
     only = [n for n in os.environ.get("PIPELAB_TEST_NOTEBOOKS", "").split(",") if n]  # e.g. "02" while editing
     chapters = [p.name[:2] for p in book.notebooks(only or None)]
-    paths = []
-    for group in ([c for c in chapters if c != BESIDE], [c for c in chapters if c == BESIDE]):
-        if group == [BESIDE]:
-            for job in background.values():
-                if needed_in_session(request, job.needed_by):
-                    job.start()
-        if group:
-            with kernels_attached(session, **section_tracing(isolated_build),
-                                  **{jbang.RUNS_LOG_VAR: str(java_runs_log(isolated_build))}):
-                paths += book.run_notebooks(session.env(), quick=True, only=group)
+
+    def run(group: list[str]) -> list:
+        if not group:  # run_notebooks takes no chapters to mean all of them
+            return []
+        with kernels_attached(session, **section_tracing(isolated_build),
+                              **{jbang.RUNS_LOG_VAR: str(java_runs_log(isolated_build))}):
+            return book.run_notebooks(session.env(), quick=True, only=group)
+
+    paths = run([c for c in chapters if c != BESIDE])
+    for job in background.values():
+        if needed_in_session(request, job.needed_by):
+            job.start()
+    paths += run([c for c in chapters if c == BESIDE])
     return {p.name[:2]: nbformat.read(p, as_version=4) for p in paths}
 
 
@@ -225,7 +236,7 @@ def course_run(jdk, background):
 
 @pytest.fixture(scope="session")
 def unsolved_java_runs(jdk, background) -> dict:
-    """Each Java exercise run unsolved: {alias: (the run, keys left in Redis after it)} (UnsolvedJava)."""
+    """Each Java exercise run unsolved: {alias: (the run, keys left in Redis after it)} (unsolved_java)."""
     return background["unsolved"].wait()
 
 
@@ -246,7 +257,7 @@ def built_site(isolated_build, executed_notebooks):
 @pytest.fixture(scope="session")
 def unmeasured_sites(background) -> dict:
     """The two sites built before the reader measured anything: {name: (exit code, output, site dir)}."""
-    return {name: (*background[name].wait(), Path(background[name].argv[-1])) for name in ("reference", "nothing")}
+    return {name: (*background[name].wait(), background[name].made) for name in ("reference", "nothing")}
 
 
 @contextmanager
