@@ -5,7 +5,7 @@
 #   make serve  the site on http://127.0.0.1:8000
 #   make prefetch  fetch and compile everything the course needs (before a training day)
 #   make course    run and time every exercise's solution
-#   make reference measure the whole book afresh and make it the committed reference run (pipelab/reference)
+#   make reference measure the whole book afresh and make it the committed reference run (pipelab/reference_run)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := build/venv

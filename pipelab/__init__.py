@@ -4,7 +4,8 @@ The notebooks' API is this module and its chapter's module (pipelab.chapters.chN
 (pipelab.book) and the course (pipelab.course) stand beside it.
 """
 from .errors import LabError
-from .lab import Lab, Link, Session, Size, open_lab
+from .lab import Lab, Link, Session, open_lab
+from .params import Size
 from .measure import Measurement, measure
 from .results import measurements_frame, md_table, quantity, results_frame, summarize
 

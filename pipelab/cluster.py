@@ -20,12 +20,12 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
 from .errors import LabError
+from .settings import DEFAULT_CLUSTER_PORT
 from .server import (PREFIX, Endpoint, find_redis_server, foreign_keys, foreign_keys_allowed, parse_url,
                      port_is_free, start_process, stop_process, wait_for_redis)
 
 SLOTS = 16384
 BUS_OFFSET = 10_000  # the cluster bus's default offset; Redis 6.2 cannot move it, so the lab keeps it
-DEFAULT_CLUSTER_PORT = 17100  # masters on 17100-17102; docker-compose's cluster profile uses 17000-17002
 CLUSTER_VAR = "REDIS_CLUSTER_URL"
 PORT_VAR = "PIPELAB_CLUSTER_PORT"
 

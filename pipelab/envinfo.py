@@ -6,6 +6,7 @@ import os
 import platform
 import sys
 from datetime import datetime, timezone
+from pathlib import Path
 from importlib import metadata
 
 import redis
@@ -46,6 +47,13 @@ def io_threads(client: redis.Redis) -> int | None:
     return int(value) if value is not None else None
 
 
+def interpreter() -> str:
+    """The Python that measured, without the machine's own paths: relative to the repository when
+    it is the book's venv, else its name."""
+    executable = Path(sys.executable)
+    return executable.relative_to(REPO).as_posix() if executable.is_relative_to(REPO) else executable.name
+
+
 def capture(client: redis.Redis, **extra) -> dict:
     server = client.info("server")
     memory = client.info("memory")
@@ -66,7 +74,7 @@ def capture(client: redis.Redis, **extra) -> dict:
         "redis_py": _version("redis"),
         "hiredis": _version("hiredis") if HIREDIS_AVAILABLE else None,
         "valkey_glide": _version("valkey-glide"),
-        "executable": sys.executable,
+        "executable": interpreter(),
         "lock_sha256": lock_sha256(),
     }
     env.update(extra)

@@ -16,13 +16,14 @@ from . import results
 from .errors import LabError
 from .measure import Measurement, show_progress
 from .paths import REPO, tools_dir
+from .server import PREFIX
 
 JBANG_VERSION = "0.132.1"
 JBANG_SHA1 = "719c67526660a0122a126c0c99207724564968db"  # of jbang-cli-0.132.1-all.jar on Maven Central
 JBANG_URL = (f"https://repo1.maven.org/maven2/dev/jbang/jbang-cli/{JBANG_VERSION}/"
              f"jbang-cli-{JBANG_VERSION}-all.jar")
 RESULT_MARK = "PIPELAB-RESULT "
-RUNS_LOG_VAR = "PIPELAB_JAVA_RUNS"  # a file each run_example appends its alias to
+RUNS_LOG_VAR = "PIPELAB_JAVA_RUNS"  # files (os.pathsep between) each run_example appends its alias to
 NO_JDK = ("No JDK 17+ found: install one (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME; "
           "the Java examples need java and javac.")
 
@@ -76,7 +77,7 @@ def jbang_jar() -> Path:
 
 
 def jbang_env() -> dict:
-    return dict(os.environ, JBANG_NO_VERSION_CHECK="true")
+    return dict(os.environ, JBANG_NO_VERSION_CHECK="true", PIPELAB_PREFIX=PREFIX)  # the examples' key prefix
 
 
 def jbang_argv(args: list[str]) -> list[str]:
@@ -182,8 +183,8 @@ def run_example(alias: str, host: str, port: int, *args) -> JavaRun:
     if alias not in catalog_aliases():
         raise LabError(f"No JBang alias {alias!r} in jbang-catalog.json.")
     require_jdk()
-    runs_log = os.environ.get(RUNS_LOG_VAR)
-    if runs_log:  # the tests ask which examples the notebooks ran
+    # The book build keys a chapter on the examples it ran, and the tests ask which ran: one or more logs.
+    for runs_log in filter(None, os.environ.get(RUNS_LOG_VAR, "").split(os.pathsep)):
         with open(runs_log, "a") as log:
             log.write(alias + "\n")
     argv = jbang_argv([alias, host, str(port), *map(str, args)])

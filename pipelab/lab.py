@@ -13,7 +13,6 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 import redis
 
@@ -21,6 +20,7 @@ from . import envinfo, jbang, plots, results
 from .cluster import Cluster, open_cluster
 from .errors import LabError
 from .measure import Measurement, measure
+from .params import Size
 from .paths import env_flag, results_dir
 from .proxy import TOXIPROXY_VERSION, Toxiproxy, ToxiproxyUnavailable
 from .server import (EmbeddedRedis, Endpoint, check_ownership, delete_lab_keys, foreign_keys_allowed,
@@ -116,13 +116,6 @@ class Session:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-class Size(NamedTuple):
-    """A parameter's value in the book (full) and in the tests' quick run, declared once per chapter."""
-
-    full: object
-    quick: object
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Where things live. Everything generated goes below build/ (or $PIPELAB_BUILD); the committed
-reference run lives in pipelab/reference/ (or $PIPELAB_REFERENCE)."""
+reference run lives in pipelab/reference_run/ (or $PIPELAB_REFERENCE)."""
 from __future__ import annotations
 
 import os
@@ -18,7 +18,7 @@ def results_dir() -> Path:
 
 def reference_dir() -> Path:
     """The reference machine's results, same layout as results_dir(): what the site shows before `make book`."""
-    return Path(os.environ.get("PIPELAB_REFERENCE") or REPO / "pipelab" / "reference").resolve()
+    return Path(os.environ.get("PIPELAB_REFERENCE") or REPO / "pipelab" / "reference_run").resolve()
 
 
 def tools_dir() -> Path:

@@ -27,9 +27,9 @@ from redis.retry import Retry
 
 from .errors import LabError
 from .paths import build_dir, env_flag
+from .settings import DEFAULT_PORT
 
 PREFIX = "pipelab:"
-DEFAULT_PORT = 16379  # away from 6379 so the lab never lands on a reader's own Redis
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -327,3 +329,24 @@ def foreign_key(lab):
             assert client.get("not-ours") == b"1", "the lab touched a key that is not its own"
         finally:
             client.delete("not-ours")  # the fixture's own key, made above
+
+
+# How long a whole `make test` took, for the README (pipelab reference reads it): only a green run
+# of every test counts, not a subset chosen with -k, -m, paths or PIPELAB_TEST_NOTEBOOKS.
+def pytest_sessionstart(session):
+    session.started_at = time.monotonic()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    from pipelab.book import reference
+    from pipelab.paths import REPO
+
+    option = session.config.option
+    whole = (not option.keyword and not option.markexpr and not os.environ.get("PIPELAB_TEST_NOTEBOOKS")
+             and session.config.args in ([], ["tests"], [str(REPO / "tests")]))
+    if whole and exitstatus == 0 and session.testscollected:
+        target = REPO / "build" / reference.TEST_TIME
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({"seconds": round(time.monotonic() - session.started_at),
+                                      "tests": session.testscollected,
+                                      "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}))

@@ -10,7 +10,7 @@ import pytest
 
 from pipelab import paths, results
 from pipelab.book import build as book
-from pipelab.book import reference
+from pipelab.book import inputs, markers, reference
 from pipelab.errors import LabError
 from tests.conftest import cell_errors, unavailable
 
@@ -35,7 +35,7 @@ def test_every_notebook_runs_without_errors(executed_notebooks):
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_every_figure_the_prose_prints_was_measured(chapter, executed_notebooks, session):
     text = chapter.read_text()
-    wanted = [(m.name, m.key) for m in reference.markers(text)]
+    wanted = [(m.name, m.key) for m in markers.values(text)]
     assert wanted, "the chapter uses result markers"
     missing = [f"{name}#{key}" for name, key in wanted
                if (results.summary_value(name, key) or {}).get("value") is None]
@@ -47,6 +47,15 @@ def test_every_figure_the_prose_prints_was_measured(chapter, executed_notebooks,
         unavailable(f"{len(needs_rtt)} figures need an injected RTT: {session.proxy_note}")
     plots = [name for name in PLOT.findall(text) if not (paths.results_dir() / f"{name}.png").exists()]
     assert not plots, f"the prose shows plots the notebook did not draw: {plots}"
+
+
+def test_each_chapter_notes_the_java_examples_it_ran(executed_notebooks):
+    """A chapter's key takes its Java inputs from what it ran, not from the aliases' names."""
+    ran = {nb.name[:2]: set(inputs.runs_log(nb).read_text().split()) for nb in book.notebooks(list(executed_notebooks))}
+    if "06" in ran:
+        assert "ch02-depth" in ran["06"], "chapter 6 runs chapter 2's example"
+    if "01" in ran:
+        assert {"ch01-ping", "ch01-sadd"} <= ran["01"]
 
 
 def test_results_record_the_environment_and_the_claims_hold(executed):

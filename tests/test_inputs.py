@@ -1,37 +1,82 @@
-"""What keys a chapter's results: a change to anything that produced them measures the chapter again,
-and nothing else does."""
+"""What keys a chapter's results: a change that can move a figure measures the chapter again, and
+nothing else does (comments, docstrings, layout, a port, another chapter's code it does not use)."""
 from __future__ import annotations
 
+import ast
 import json
+import re
 import shutil
 
 import pytest
 
+from pipelab import settings
 from pipelab.book import inputs
 from pipelab.book.cli import chapter_prefixes
 from pipelab.errors import LabError
 from pipelab.paths import REPO
 
-
-def test_a_notebook_reaches_its_chapter_module_and_the_harness_it_imports():
-    files = {p.relative_to(REPO).as_posix() for p in inputs.python_files(REPO / "notebooks" / "07-implicit-pipelining.ipynb")}
-    assert {"pipelab/chapters/ch07.py", "pipelab/chapters/ch01.py", "pipelab/lab.py", "pipelab/measure.py"} <= files
-    assert "pipelab/chapters/ch06.py" not in files, "another chapter's module is not an input"
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 
-def test_a_chapters_java_inputs_follow_sources_lines():
-    names = {p.name for p in inputs.java_files("08")}
+def test_a_notebook_reaches_its_chapter_and_the_harness_it_imports():
+    parts = {p.relative_to(REPO).as_posix(): names
+             for p, names in inputs.python_parts(REPO / "notebooks" / "07-implicit-pipelining.ipynb").items()}
+    assert {"pipelab/lab.py", "pipelab/measure.py", "pipelab/server.py"} <= parts.keys()
+    assert all(names is None for path, names in parts.items() if path.startswith("pipelab/chapters/ch07"))
+    assert parts["pipelab/chapters/ch01.py"] and "PUBLISHED" in parts["pipelab/chapters/ch01.py"], \
+        "another chapter's module counts for what this one takes from it"
+    assert not any(path.startswith("pipelab/chapters/ch06") for path in parts)
+    assert "pipelab/settings.py" not in parts, "a port moves no figure"
+
+
+def test_java_inputs_are_the_aliases_run_and_their_sources_lines():
+    names = {p.name for p in inputs.java_files(["ch08-lettuce", "ch08-jedis"])}
     assert {"LettuceTraps.java", "JedisTraps.java", "LabSupport.java", "ClusterSupport.java"} <= names
-    assert "PingBench.java" not in names
+    assert "PingBench.java" not in names and "LabDefaults.java" not in names
+    assert {p.name for p in inputs.java_files(["ch02-depth"])} == {"DepthBench.java", "LabSupport.java"}
+
+
+def test_meaning_ignores_comments_docstrings_and_layout_but_not_code():
+    code = 'def f(x):\n    """Doc."""\n    return x + 1  # why\n'
+    assert inputs.python_meaning(code) == inputs.python_meaning("def f(x):\n\n    return (x +\n            1)\n")
+    assert inputs.python_meaning(code) != inputs.python_meaning("def f(x):\n    return x + 2\n")
+    java = '//DEPS a:b:1\nclass A { /* why */ String u = "http://x"; // note\n int n = 1; }\n'
+    assert inputs.java_meaning(java) == inputs.java_meaning('//DEPS a:b:1\nclass A {\n  String u = "http://x";\n'
+                                                            '  int n = 1;\n}\n')
+    assert inputs.java_meaning(java) != inputs.java_meaning(java.replace("a:b:1", "a:b:2")), "//DEPS pins a client"
+    assert inputs.java_meaning(java) != inputs.java_meaning(java.replace("http://x", "http://y"))
+
+
+def test_the_lock_counts_for_the_books_own_packages_only():
+    pinned = inputs.lock_meaning()
+    assert re.search(r"^redis==[\d.]+$", pinned, re.MULTILINE) and re.search(r"^hiredis==", pinned, re.MULTILINE)
+    assert not re.search(r"^(pytest|playwright|jupyterlab|ruff)==", pinned, re.MULTILINE), "test and lab tools"
+
+
+def test_settings_hold_plain_constants_only():
+    """settings.py is left out of every key, so nothing that runs may hide in it."""
+    tree = ast.parse((REPO / "pipelab" / "settings.py").read_text())
+    for stmt in tree.body:
+        docstring = isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+        assert docstring or (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant)), ast.dump(stmt)
+
+
+def test_the_port_is_written_once_and_its_one_fallback_once():
+    """Usage lines say "the lab's port"; a repository-wide replace would also hit uv.lock's hashes."""
+    sources = [p for p in [*(REPO / "pipelab").rglob("*.py"), *(REPO / "java-examples").rglob("*.java"),
+                           *(REPO / "notebooks").rglob("*.ipynb"), *(REPO / "site").rglob("*.md")]
+               if str(settings.DEFAULT_PORT) in p.read_text()]
+    assert sorted(p.relative_to(REPO).as_posix() for p in sources) == list(inputs.NOT_INPUTS)
 
 
 def test_the_key_changes_with_each_input_and_only_then(tmp_path, monkeypatch):
     monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path / "build"))
     notebook = REPO / "notebooks" / "02-system-calls.ipynb"
-    key = inputs.chapter_key(notebook, quick=True, server="s1")
-    assert key == inputs.chapter_key(notebook, quick=True, server="s1")
-    for other in (inputs.chapter_key(notebook, quick=False, server="s1"),
-                  inputs.chapter_key(notebook, quick=True, server="s2")):
+    key = inputs.chapter_key(notebook, quick=True, server="s1", aliases=["ch02-depth"])
+    assert key == inputs.chapter_key(notebook, quick=True, server="s1", aliases=["ch02-depth"])
+    for other in (inputs.chapter_key(notebook, quick=False, server="s1", aliases=["ch02-depth"]),
+                  inputs.chapter_key(notebook, quick=True, server="s2", aliases=["ch02-depth"]),
+                  inputs.chapter_key(notebook, quick=True, server="s1", aliases=[])):
         assert other["key"] != key["key"]
     (tmp_path / "build" / "notebooks").mkdir(parents=True)
     assert not inputs.unchanged(notebook, key), "never run: measure"
@@ -39,33 +84,73 @@ def test_the_key_changes_with_each_input_and_only_then(tmp_path, monkeypatch):
     assert not inputs.unchanged(notebook, key), "no executed notebook to show: measure"
     shutil.copyfile(notebook, tmp_path / "build" / "notebooks" / notebook.name)
     assert inputs.unchanged(notebook, key)
-    # A copy of the repository where one harness module changed by a byte: the key moves.
-    changed = dict(key, python="0" * 64)
-    stamp = json.loads(inputs.stamp_path(notebook).read_text())
-    assert stamp["key"] == key["key"] and changed["python"] != stamp["python"]
-    assert "pipelab/chapters/ch02.py" in stamp["files"]
+    assert inputs.last_run(notebook)["aliases"] == ["ch02-depth"]
+    assert "java-examples/ch02-system-calls/DepthBench.java" in inputs.last_run(notebook)["java"]
 
 
-def test_an_edit_to_a_module_or_java_source_changes_the_key(tmp_path, monkeypatch):
-    # On a copy of what chapter 2 reads, so the repository itself is never touched.
+# Which JBang aliases each chapter's run records (the committed reference holds the real ones).
+RAN = {"01": ["ch01-ping", "ch01-sadd"], "02": ["ch02-depth"], "06": ["ch02-depth", "ch06-cut", "ch06-push"],
+       "07": ["ch07-mux", "ch07-glide", "ch07-watch"], "08": ["ch08-lettuce", "ch08-jedis", "ch08-redisson"]}
+
+
+@pytest.fixture
+def repo_copy(tmp_path, monkeypatch):
+    """A copy of what the chapters read, so the repository itself is never touched; returns a
+    function that edits a file of it and says which chapters went stale."""
     for part in ("pipelab", "java-examples", "notebooks"):
-        shutil.copytree(REPO / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(REPO / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", "reference_run"))
     for part in ("jbang-catalog.json", "uv.lock"):
         shutil.copyfile(REPO / part, tmp_path / part)
     monkeypatch.setattr(inputs, "REPO", tmp_path)
-    notebook = tmp_path / "notebooks" / "02-system-calls.ipynb"
-    before = inputs.chapter_key(notebook, quick=True, server="s")["key"]
-    for edited, comment in ((tmp_path / "pipelab" / "chapters" / "ch02.py", b"# an edit"),
-                            (tmp_path / "java-examples" / "common" / "LabSupport.java", b"// an edit")):
-        original = edited.read_bytes()
-        edited.write_bytes(original + b"\n" + comment + b"\n")
-        assert inputs.chapter_key(notebook, quick=True, server="s")["key"] != before, edited.name
-        edited.write_bytes(original)
-    (tmp_path / "pipelab" / "chapters" / "ch06.py").write_text("# another chapter's edit\n")
-    assert inputs.chapter_key(notebook, quick=True, server="s")["key"] == before
+    notebooks = sorted((tmp_path / "notebooks").glob("*.ipynb"))
+    before = {nb.name[:2]: inputs.sources(nb, RAN.get(nb.name[:2], [])) for nb in notebooks}
+
+    def edit(path: str, old: str, new: str) -> list[str]:
+        file = tmp_path / path
+        text = file.read_text()
+        assert old in text, f"{old!r} is not in {path}"
+        file.write_text(text.replace(old, new, 1))
+        now = {nb.name[:2]: inputs.sources(nb, RAN.get(nb.name[:2], [])) for nb in notebooks}
+        stale = [chapter for chapter in now if inputs.changes(before[chapter], now[chapter])]
+        before.update(now)  # the next edit is judged on its own
+        return stale
+    return edit
+
+
+@pytest.mark.parametrize("path, old, new", [
+    ("pipelab/server.py", "\nimport", "\n# a comment on why\nimport"),
+    ("pipelab/lab.py", '"""The lab a notebook opens', '"""A docstring, reworded: the lab a notebook opens'),
+    ("pipelab/lab.py", "\nclass ", "\n\n# a banner\n\nclass "),
+    ("java-examples/common/LabSupport.java", "final class LabSupport {", "/* why */ final class  LabSupport\n{"),
+    ("pipelab/settings.py", f"DEFAULT_PORT = {settings.DEFAULT_PORT}", "DEFAULT_PORT = 1"),
+    ("java-examples/common/LabDefaults.java", f"? {settings.DEFAULT_PORT} :", "? 1 :"),
+    ("uv.lock", "\n[[package]]", '\n[[package]]\nname = "ruff-like-tool"\nversion = "1.0"\n\n[[package]]'),
+])
+def test_what_moves_no_figure_stales_no_chapter(repo_copy, path, old, new):
+    assert repo_copy(path, old, new) == []
+
+
+def test_a_change_to_an_examples_code_stales_the_chapters_that_ran_it(repo_copy):
+    assert repo_copy("java-examples/ch02-system-calls/DepthBench.java", 'VALUE = "xxx"', 'VALUE = "xxy"') == ["02", "06"]
+
+
+def test_a_workload_size_stales_exactly_its_chapter(repo_copy):
+    assert repo_copy("pipelab/chapters/ch01.py", "N_PING = Size(full=10_000", "N_PING = Size(full=10_001") == ["01"]
+    assert repo_copy("pipelab/chapters/ch02.py", "N_PY = Size(full=20_000", "N_PY = Size(full=20_001") == ["02"]
+
+
+def test_a_function_another_chapter_uses_stales_it_too(repo_copy):
+    stale = repo_copy("pipelab/chapters/ch02.py", "def get_in_batches(", "def get_in_batches(_unused=None, *, ")
+    assert stale == ["02", "06"]
 
 
 def test_make_book_chapter_numbers():
     assert chapter_prefixes("3,4") == ["03", "04"] and chapter_prefixes(" 8 ") == ["08"] and chapter_prefixes("") is None
     with pytest.raises(LabError, match="chapter numbers"):
         chapter_prefixes("three")
+
+
+def test_each_notebook_has_a_key():
+    for notebook in NOTEBOOKS:
+        key = inputs.chapter_key(notebook, quick=True, server="s", aliases=[])
+        assert json.loads(json.dumps(key)) == key and len(key["key"]) == 64

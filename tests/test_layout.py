@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 
 import pytest
 
@@ -61,3 +62,12 @@ def test_the_import_reader_resolves_relative_imports():
     assert "pipelab.chapters.ch01" in imported("from . import ch01", "pipelab.chapters")
     assert "pipelab.cluster.Cluster" in imported("from .cluster import Cluster", "pipelab")
     assert package_of(REPO / "pipelab" / "chapters" / "ch02.py") == "pipelab.chapters"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.relative_to(REPO / "notebooks").as_posix())
+def test_cell_ids_are_generated_not_numbered_by_hand(path):
+    """Jupyter's random ids: a numbered id invites renumbering, which rewrites every cell of a diff."""
+    ids = [cell.get("id", "") for cell in json.loads(path.read_text())["cells"]]
+    assert all(re.fullmatch(r"[0-9a-f]{8}", i) for i in ids), ids
+    assert len(set(ids)) == len(ids), "ids are unique"
+    assert not any(a[:6] == b[:6] for a, b in zip(ids, ids[1:])), f"ids that count up: {ids}"

@@ -3,6 +3,7 @@ reference before the reader measures anything (and saying so), the figures writt
 Markdown for GitHub's readers, and `pipelab reference` copying only what it should."""
 from __future__ import annotations
 
+import json
 import re
 from types import SimpleNamespace
 
@@ -14,12 +15,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from pipelab import Measurement, chapters, paths, plots, results  # noqa: E402
-from pipelab.book import hooks, reference, sitecheck  # noqa: E402
+from pipelab.book import build as book  # noqa: E402
+from pipelab.book import hooks, inputs, markers, reference, sitecheck  # noqa: E402
+from pipelab.errors import LabError  # noqa: E402
 from pipelab.chapters import ch01  # noqa: E402
 from tests.conftest import document, run_cli, unavailable  # noqa: E402
 
 SOURCES = sorted((paths.REPO / "site").rglob("*.md"))
-NO_REFERENCE = "pipelab/reference/ holds no reference run yet: `make reference` makes one, for the lead to commit"
+NO_REFERENCE = "pipelab/reference_run/ holds no reference run yet: `make reference` makes one, for the lead to commit"
 
 
 def committed_reference() -> bool:
@@ -28,7 +31,7 @@ def committed_reference() -> bool:
 
 def plot_markers() -> dict[str, list[str]]:
     """{page source: the results names of its plot markers}."""
-    return {md: [name for kind, name in hooks.MARKER.findall(md.read_text()) if kind == "plot"] for md in SOURCES}
+    return {md: [name for kind, name in markers.BLOCK.findall(md.read_text()) if kind == "plot"] for md in SOURCES}
 
 
 def test_every_plot_marker_has_a_registered_plot_and_every_plot_a_marker():
@@ -82,14 +85,14 @@ def test_writing_the_references_figures_into_the_markdown_is_idempotent(tmp_path
                     "<span><!--{{ chx/run#outcome }}-->`OK \\| Error`</span>, "
                     "<span><!--{{ chx/run#gone }}-->–</span>.\n")
     assert reference.with_values(once, tmp_path) == once
-    assert reference.markers(once) == reference.markers(bare)
+    assert markers.values(once) == markers.values(bare)
     document(tmp_path, "chx/run", summary={"speedup": results.quantity(3.0, "x")})  # a new reference run
     again = reference.with_values(once, tmp_path)
     assert "-->3.0x</span> faster" in again and "-->`–`</span>" in again, "stale values are refreshed"
 
 
 def test_the_committed_markdown_shows_the_references_figures():
-    stale = [md.relative_to(paths.REPO).as_posix() for md in SOURCES
+    stale = [md.relative_to(paths.REPO).as_posix() for md in [*SOURCES, paths.REPO / "README.md"]
              if reference.with_values(md.read_text()) != md.read_text()]
     assert not stale, f"run `make reference FROM_RESULTS=1` (or `pipelab reference`): stale figures in {stale}"
 
@@ -146,7 +149,7 @@ def test_a_site_built_before_the_reader_measures_reads_from_the_reference(unmeas
         if names and "<figcaption>The reference machine's run (measured " not in html:
             problems.append(f"{md.name}: its plots do not say they are the reference machine's")
         text = md.read_text()
-        if reference.markers(text) and 'class="ref"' not in html:
+        if markers.values(text) and 'class="ref"' not in html:
             problems.append(f"{md.name}: its figures are not marked as the reference machine's")
         if "pipelab:env" in text and "The reference machine's environment" not in html:
             problems.append(f"{md.name}: its environment table does not say it is the reference machine's")
@@ -161,9 +164,21 @@ def run_of_every_chapter(base, quick=False) -> None:
         results.save(f"{chapter}/run", environment={"quick_mode": quick}, base=base)
 
 
-def test_publishing_copies_every_chapters_results_and_nothing_else(tmp_path):
+def record_runs(aliases: dict[str, list[str]]) -> None:
+    """What `make book` records of each chapter's run: its inputs, with the JBang aliases it ran."""
+    for notebook in book.notebooks():
+        chapter = f"ch{notebook.name[:2]}"
+        inputs.record(notebook, inputs.chapter_key(notebook, quick=False, server="s",
+                                                   aliases=aliases.get(chapter, [])))
+
+
+def test_publishing_copies_every_chapters_results_and_nothing_else(tmp_path, monkeypatch):
     source, target = tmp_path / "results", tmp_path / "reference"
+    monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path / "build"))
     run_of_every_chapter(source)
+    with pytest.raises(LabError, match="No record of what chapter 1"):
+        reference.publish(source, target)
+    record_runs({"ch06": ["ch02-depth", "ch06-cut"]})
     results.save("course/timings", environment={}, base=source)
     (source / "ch01" / "run.png").write_bytes(b"\x89PNG")
     results.save("ch09/gone", environment={}, base=target)  # the previous reference's
@@ -173,15 +188,18 @@ def test_publishing_copies_every_chapters_results_and_nothing_else(tmp_path):
     assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()) == \
         [".gitkeep"] + [f"{name}.json" for name in names] + [reference.SOURCES]
     assert results.load("ch01/run", target) == results.load("ch01/run", source)
-    assert reference.stale_chapters(target) == [], "the run is recorded as made from the sources as they are"
+    assert reference.stale_chapters(target) == {}, "the run is recorded as made from the sources as they are"
+    made_from = json.loads((target / reference.SOURCES).read_text())
+    assert made_from["ch06"]["aliases"] == ["ch02-depth", "ch06-cut"]
+    assert "java-examples/ch02-system-calls/DepthBench.java" in made_from["ch06"]["java"]
 
 
 def test_the_committed_reference_was_made_from_every_chapters_current_sources():
     if not committed_reference():
         unavailable(NO_REFERENCE)
     stale = reference.stale_chapters()
-    assert not stale, (f"{', '.join(stale)} changed since the reference run (its notebook, pipelab modules, Java "
-                       "sources or uv.lock): run `make reference` and commit pipelab/reference/")
+    assert not stale, (f"changed since the reference run: {stale}; run `make reference` and commit "
+                       "pipelab/reference_run/")
 
 
 @pytest.mark.parametrize("broken", ["quick", "missing chapter"])
@@ -196,3 +214,20 @@ def test_publishing_refuses_a_quick_or_partial_run_in_one_sentence(tmp_path, bro
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1 and ("quick run" if broken == "quick" else "chapter 3") in done.stderr
     assert results.names(target) == ["ch01/kept"], "the reference is left as it was"
+
+
+def test_the_reference_run_times_its_parts_for_the_readme(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path / "build"))
+    record_runs({})
+    first = book.notebooks()[0]
+    inputs.record(first, inputs.last_run(first) | {"seconds": 52.6})
+    (tmp_path / "build" / reference.TEST_TIME).write_text(json.dumps({"seconds": 581, "measured_at": "2026-11-24"}))
+    reference.save_timings(book_s=800.4, site_s=15.2, target=tmp_path / "ref")
+    summary = results.load(reference.TIMINGS, tmp_path / "ref")["summary"]
+    assert summary["ch01_s"]["text"] == "53 s" and summary["ch02_s"]["value"] is None, "a run that recorded no time"
+    assert (summary["book_s"]["value"], summary["book_min"]["value"], summary["test_s"]["value"]) == (800, 13.3, 581)
+    reference.save_timings(target=tmp_path / "ref")  # FROM_RESULTS: nothing timed
+    again = results.load(reference.TIMINGS, tmp_path / "ref")
+    assert again["summary"]["book_s"]["value"] == 800 and "book_s" in again["params"]["kept_from_the_last_run"]
+    readme = reference.with_values("took {{ book/timings#book_s }} in all", tmp_path / "ref")
+    assert readme == "took <span><!--{{ book/timings#book_s }}-->800 s</span> in all"

@@ -14,7 +14,7 @@ from pipelab import paths
 from pipelab.book import sitecheck
 
 import browser
-from pipelab.book.hooks import MARKER
+from pipelab.book.markers import BLOCK
 from pipelab.chapters.claims import NOT_MEASURED
 from tests.conftest import unavailable
 
@@ -107,7 +107,7 @@ def first_paragraph_asks(tab, markdown: str) -> list[str]:
 
 def plots_load(tab, markdown: str) -> list[str]:
     problems = []
-    for kind, name in MARKER.findall(markdown):
+    for kind, name in BLOCK.findall(markdown):
         if kind != "plot":
             continue
         img = tab.page.locator(f'article img[src$="figures/{name}.png"]')

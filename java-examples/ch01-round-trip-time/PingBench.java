@@ -10,7 +10,7 @@
 // back, replies read once at the end). The server does identical work in both modes;
 // only the number of network round trips changes: N versus about one.
 //
-//   jbang ch01-ping [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 10000 5 1)
+//   jbang ch01-ping [host] [port] [size] [repeat] [warmup]     (defaults: 127.0.0.1, the lab's port, 10000 5 1)
 
 import java.util.ArrayList;
 import java.util.List;

@@ -14,7 +14,7 @@
 // options. The keys are deleted before every repetition, outside the timed region, so
 // each repetition adds one member to N empty keys.
 //
-//   jbang ch01-sadd [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 100000 3 1)
+//   jbang ch01-sadd [host] [port] [size] [repeat] [warmup]     (defaults: 127.0.0.1, the lab's port, 100000 3 1)
 
 import java.util.List;
 

@@ -7,6 +7,7 @@
 //DEPS org.openjdk.jmh:jmh-generator-annprocess:1.37
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //DEPS com.google.code.gson:gson:2.14.0
+//SOURCES ../common/LabDefaults.java
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 
 // Chapter 3: connection models under concurrency, measured with JMH. Many threads each issue
@@ -27,7 +28,7 @@
 // closer. Nothing here assumes loopback; the timeouts are 10 s.
 //
 //   jbang ch03-jmh [host] [port] [warmups] [iterations] [seconds] [threads]
-//                                  (defaults 127.0.0.1 16379 1 3 1 10,50,100,150)
+//                                  (defaults: 127.0.0.1, the lab's port, 1 3 1 10,50,100,150)
 //
 // warmups x seconds of warm-up, then iterations x seconds of measurement, one fork per run,
 // for each model at each thread count; counts above 100 run only for jedis_pool_100, as in
@@ -41,6 +42,7 @@
 
 package pipelab.ch03;
 
+import pipelab.LabDefaults;
 import com.google.gson.GsonBuilder;
 
 import java.time.Duration;
@@ -93,8 +95,8 @@ import redis.clients.jedis.resps.ScanResult;
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
 public class ConnectionModels {
 
-    static final String PREFIX = "pipelab:";
-    static final String KEY_PREFIX = "pipelab:ch03:jmh:";
+    static final String PREFIX = LabDefaults.prefix();
+    static final String KEY_PREFIX = PREFIX + "ch03:jmh:";
     static final String VALUE = "v";
     static final int TIMEOUT_MS = 10_000;
 
@@ -109,11 +111,11 @@ public class ConnectionModels {
 
     // The benchmark JVM (a fork) gets host and port as system properties, see run().
     static String host() {
-        return System.getProperty("pipelab.host", "127.0.0.1");
+        return System.getProperty("pipelab.host", LabDefaults.HOST);
     }
 
     static int port() {
-        return Integer.getInteger("pipelab.port", 16379);
+        return Integer.getInteger("pipelab.port", LabDefaults.port());
     }
 
     // ------------------------------------------------------------ the four models
@@ -268,17 +270,17 @@ public class ConnectionModels {
 
     static int drive(String[] args) throws Exception {
         String usage = "usage: jbang ch03-jmh [host] [port] [warmups] [iterations] [seconds] [threads]"
-                + " (defaults 127.0.0.1 16379 1 3 1 10,50,100,150)";
+                + " (defaults: 127.0.0.1, the lab's port, 1 3 1 10,50,100,150)";
         if (args.length > 0 && (args[0].equals("-h") || args[0].equals("--help"))) {
             System.out.println(usage);
             return 0;
         }
-        String host = args.length > 0 ? args[0].trim() : "127.0.0.1";
+        String host = args.length > 0 ? args[0].trim() : LabDefaults.HOST;
         int port;
         Settings jmh;
         List<Integer> threadCounts = new ArrayList<>();
         try {
-            port = args.length > 1 ? Integer.parseInt(args[1].trim()) : 16379;
+            port = args.length > 1 ? Integer.parseInt(args[1].trim()) : LabDefaults.port();
             jmh = new Settings(args.length > 2 ? Integer.parseInt(args[2].trim()) : 1,
                     args.length > 3 ? Integer.parseInt(args[3].trim()) : 3,
                     args.length > 4 ? Integer.parseInt(args[4].trim()) : 1);

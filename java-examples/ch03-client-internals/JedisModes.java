@@ -13,7 +13,7 @@
 // the replies itself. What the modes change is when it flushes and when it reads.
 // After each mode the example prints what reached the server (INFO commandstats).
 //
-//   jbang ch03-jedis [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 100000 3 1)
+//   jbang ch03-jedis [host] [port] [size] [repeat] [warmup]     (defaults: 127.0.0.1, the lab's port, 100000 3 1)
 
 import java.util.ArrayList;
 import java.util.List;

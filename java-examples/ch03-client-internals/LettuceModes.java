@@ -16,7 +16,7 @@
 // A last part measures what manual flushing means for a second thread that shares the
 // connection: how long its one command waits for the first thread's flush.
 //
-//   jbang ch03-lettuce [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 100000 3 1)
+//   jbang ch03-lettuce [host] [port] [size] [repeat] [warmup]     (defaults: 127.0.0.1, the lab's port, 100000 3 1)
 
 import java.time.Duration;
 import java.util.ArrayList;

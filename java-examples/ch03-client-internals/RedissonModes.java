@@ -21,7 +21,7 @@
 // Netty's buffers and for JIT-compiling Redisson's encoder and decoder, so run with
 // warmup >= 1 (the default) to measure the batch rather than the cold start.
 //
-//   jbang ch03-redisson [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 100000 3 1)
+//   jbang ch03-redisson [host] [port] [size] [repeat] [warmup]     (defaults: 127.0.0.1, the lab's port, 100000 3 1)
 
 import java.util.List;
 import java.util.concurrent.TimeUnit;

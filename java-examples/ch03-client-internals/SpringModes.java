@@ -14,7 +14,7 @@
 // Plain objects, no Spring Boot and no application context: we call afterPropertiesSet(),
 // start() and destroy() ourselves, which is all a container would do for these two beans.
 //
-//   jbang ch03-spring [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 100000 3 1)
+//   jbang ch03-spring [host] [port] [size] [repeat] [warmup]     (defaults: 127.0.0.1, the lab's port, 100000 3 1)
 //
 // Every mode also records what reached the server: the commands (INFO commandstats, over the
 // whole mode, so including the untimed reset's UNLINKs and the check's EXISTS) and, over the

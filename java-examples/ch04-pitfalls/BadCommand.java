@@ -29,7 +29,7 @@
 // still got for the good commands, and (read afterwards on a separate plain Jedis connection)
 // whether the commands after the bad one ran on the server.
 //
-//   jbang ch04-errors [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 1 3 1)
+//   jbang ch04-errors [host] [port] [size] [repeat] [warmup]     (defaults: 127.0.0.1, the lab's port, 1 3 1)
 //
 // size is not used: the pipeline is always these four commands. Each client's pipeline runs
 // warmup + repeat times, from an empty k and counter each time, and is timed as one mode per

@@ -18,7 +18,7 @@
 // a pipeline of 100 O(L) commands keeps a single-threaded Redis busy for all of them.
 //
 //   jbang ch04-lrem [host] [port] [size] [repeat] [warmup] lengths p
-//   e.g. jbang ch04-lrem 127.0.0.1 16379 1000000 3 1 1000,10000,100000,1000000 100
+//   e.g. jbang ch04-lrem 127.0.0.1 "$PIPELAB_PORT" 1000000 3 1 1000,10000,100000,1000000 100
 //
 // lengths are the lists' lengths and p the elements each pipeline removes: chapter 4's notebook
 // passes the ones the chapter declares (pipelab/chapters/ch04.py); size is the longest list. Every
@@ -74,7 +74,7 @@ public class LremVsLtrim {
     static void bench(LabSupport.Settings s) throws Exception {
         if (lengths.isEmpty()) {
             throw new LabSupport.Stop(2, "ch04-lrem: give the lengths and p after the five usual arguments, e.g. "
-                    + "jbang ch04-lrem 127.0.0.1 16379 100000 3 1 1000,10000,100000 100.");
+                    + "jbang ch04-lrem 127.0.0.1 " + LabSupport.DEFAULT_PORT + " 100000 3 1 1000,10000,100000 100.");
         }
         if (lengths.stream().anyMatch(length -> length <= P)) {
             throw new LabSupport.Stop(2, "ch04-lrem: every list must be longer than the " + P

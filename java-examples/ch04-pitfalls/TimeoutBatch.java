@@ -31,7 +31,7 @@
 // then counts the keys that exist and the SETs Redis executed (INFO commandstats): a client
 // timeout cancels nothing on the server.
 //
-//   jbang ch04-timeout [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 200000 3 1)
+//   jbang ch04-timeout [host] [port] [size] [repeat] [warmup]     (defaults: 127.0.0.1, the lab's port, 200000 3 1)
 //
 // repeat and warmup apply to the timed modes (the generous batch, the batches of 2,000, the
 // Jedis pipeline); every run that is meant to time out runs once. Use size >= 100000: a

@@ -35,7 +35,7 @@
 // is involved), and what the masters counted meanwhile: SETs executed and rejected, MOVED and
 // ASK replies, ASKING commands. Then it moves the slot back to its owner and deletes its keys.
 //
-//   jbang ch05-moved [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 1000 1 1)
+//   jbang ch05-moved [host] [port] [size] [repeat] [warmup]     (defaults: 127.0.0.1, the lab's port, 1000 1 1)
 //
 // size is N, the SETs per pipeline; repeat and warmup are not used: each phase happens once.
 // Redisson re-reads the slot map every 5 s by default (scanInterval); here 60 s, so that its

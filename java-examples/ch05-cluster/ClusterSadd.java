@@ -26,7 +26,7 @@
 // opened from client start to the end of the mode, SADDs per master, and how many reads the
 // masters made on client sockets, which is the server's view of the client's round trips.
 //
-//   jbang ch05-sadd [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 100000 3 1)
+//   jbang ch05-sadd [host] [port] [size] [repeat] [warmup]     (defaults: 127.0.0.1, the lab's port, 100000 3 1)
 //
 // e.g. jbang ch05-sadd 127.0.0.1 17000 against the lab's docker cluster. The example refuses
 // a cluster whose masters hold any key outside 'pipelab:', and deletes exactly its own keys,

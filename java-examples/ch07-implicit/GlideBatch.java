@@ -24,7 +24,7 @@
 // Jedis connections (never GLIDE's) check, count and clean up.
 //
 //   jbang ch07-glide [host] [port] [size] [repeat] [warmup] threads [cluster] [incrs] [bigBatch] [clusterSets] [clusterCalls]
-//   e.g.  jbang ch07-glide 127.0.0.1 16379 100000 3 1 1,8,64 127.0.0.1:17000 10000 400000 300 20
+//   e.g.  jbang ch07-glide 127.0.0.1 "$PIPELAB_PORT" 100000 3 1 1,8,64 127.0.0.1:17000 10000 400000 300 20
 //
 // size: SADDs per batch (default 100000); threads: default 1,8,64; cluster: host:port of one
 // node of a Redis Cluster, or - for none (the default); incrs: INCRs per thread count (default

@@ -21,7 +21,7 @@
 // thread sends a slow LRANGE with a big reply on the SAME connection, and on a separate one.
 //
 //   jbang ch07-mux [host] [port] [size] [repeat] [warmup] threads listLength [readers] [holdMs]
-//   e.g.  jbang ch07-mux 127.0.0.1 16379 20000 3 1 1,8,64 200000 8 2000  (the notebook passes chapter 7's)
+//   e.g.  jbang ch07-mux 127.0.0.1 "$PIPELAB_PORT" 20000 3 1 1,8,64 200000 8 2000  (the notebook passes chapter 7's)
 
 import java.time.Duration;
 import java.util.ArrayList;

@@ -13,7 +13,7 @@
 // WATCH: nothing is retried, and the increments that overwrote each other are lost.
 //
 //   jbang ch07-watch [host] [port] [size] [repeat] [warmup] writers
-//   e.g.  jbang ch07-watch 127.0.0.1 16379 1000 3 1 1,2,4,8   (the notebook passes chapter 7's)
+//   e.g.  jbang ch07-watch 127.0.0.1 "$PIPELAB_PORT" 1000 3 1 1,2,4,8   (the notebook passes chapter 7's)
 //
 // size is the number of increments per writer; each sample is W x size increments.
 

@@ -5,7 +5,9 @@
 // example is the one that runs (this file compiles against that Jedis). Gson, which Jedis 8
 // depends on already, writes the result line; it is declared here because this file uses it.
 //DEPS com.google.code.gson:gson:2.14.0
+//SOURCES LabDefaults.java
 
+import pipelab.LabDefaults;
 import com.google.gson.Gson;
 import com.google.gson.GsonBuilder;
 
@@ -40,10 +42,10 @@ import redis.clients.jedis.resps.ScanResult;
 final class LabSupport {
 
     /** Every key the lab writes starts with this; anything else belongs to someone else. */
-    static final String KEY_PREFIX = "pipelab:";
+    static final String KEY_PREFIX = LabDefaults.prefix();
 
-    static final String DEFAULT_HOST = "127.0.0.1";
-    static final int DEFAULT_PORT = 16379;
+    static final String DEFAULT_HOST = LabDefaults.HOST;
+    static final int DEFAULT_PORT = LabDefaults.port();
     static final int DEFAULT_WARMUP = 1;
 
     /** Keys per UNLINK/EXISTS command when cleaning up or verifying: large enough to be quick, small enough not to block Redis. */

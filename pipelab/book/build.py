@@ -7,8 +7,10 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from .. import jbang
 from ..errors import LabError
 from ..paths import REPO, build_dir, notebooks_out_dir, results_dir
 from . import inputs
@@ -90,7 +92,8 @@ def run_notebooks(session_env: dict, quick: bool, only: list[str] | None = None,
     attach_kernels(session_env)
     done = []
     for source in notebooks(only):
-        key = inputs.chapter_key(source, quick=quick, server=server) if server else None
+        last = inputs.last_run(source) if server else None
+        key = inputs.chapter_key(source, quick=quick, server=server, aliases=last["aliases"]) if last else None
         if key and not fresh and inputs.unchanged(source, key):
             print(f"pipelab: {source.relative_to(REPO)} unchanged since its last run (inputs {key['key'][:12]}); "
                   "keeping its results (FRESH=1 measures it again)", flush=True)
@@ -99,10 +102,29 @@ def run_notebooks(session_env: dict, quick: bool, only: list[str] | None = None,
         print(f"pipelab: executing {source.relative_to(REPO)} {'(quick mode)' if quick else ''}", flush=True)
         # A chapter's results are all rewritten by its run: none left over from an older version of it.
         shutil.rmtree(results_dir() / f"ch{source.name[:2]}", ignore_errors=True)
-        done.append(execute(source, notebooks_out_dir() / source.name, {"QUICK": quick}))
-        if key:
-            inputs.record(source, key)
+        started = time.monotonic()
+        done.append(execute_noting_java(source, {"QUICK": quick}))
+        if server:
+            ran = inputs.runs_log(source).read_text().split()
+            key = inputs.chapter_key(source, quick=quick, server=server, aliases=ran)
+            inputs.record(source, key | {"seconds": round(time.monotonic() - started, 1)})
     return done
+
+
+def execute_noting_java(source: Path, params: dict) -> Path:
+    """execute(), with the JBang aliases the chapter runs noted in its runs log (inputs.runs_log)."""
+    log = inputs.runs_log(source)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
+    before = os.environ.get(jbang.RUNS_LOG_VAR)
+    os.environ[jbang.RUNS_LOG_VAR] = os.pathsep.join(filter(None, [str(log), before]))
+    try:
+        return execute(source, notebooks_out_dir() / source.name, params)
+    finally:
+        if before is None:
+            os.environ.pop(jbang.RUNS_LOG_VAR)
+        else:
+            os.environ[jbang.RUNS_LOG_VAR] = before
 
 
 def build_site(site_dir: Path | None = None) -> Path:

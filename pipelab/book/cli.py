@@ -55,15 +55,21 @@ def cmd_book(args) -> int:
 
 
 def cmd_reference(args) -> int:
+    took = {}
     if not args.from_results:
+        started = time.monotonic()
         measure(quick=False, only=None, fresh=True)  # every chapter, full sizes, nothing kept from before
+        took["book_s"] = time.monotonic() - started
     names = reference.publish()
     print(f"pipelab: {len(names)} results files of {len(reference.chapters())} chapters copied into "
           f"{reference_dir()}")
+    if not args.from_results:
+        started = time.monotonic()
+        print(f"pipelab: site built: {book.build_site()}")
+        took["site_s"] = time.monotonic() - started
+    reference.save_timings(**took)
     changed = reference.write_values()
     print(f"pipelab: the reference's figures written into {len(changed)} Markdown files for GitHub's readers")
-    if not args.from_results:
-        print(f"pipelab: site built: {book.build_site()}")
     return 0
 
 
@@ -116,7 +122,8 @@ def _hold(child: list[str] | None, env: dict) -> int:
 
 def cmd_lab(args) -> int:
     with Session() as session:
-        env = dict(os.environ, **session.env(), **book.kernel_env())
+        # PIPELAB_PORT: JupyterLab's terminals run the Java examples against this lab without a port.
+        env = dict(os.environ, **session.env(), **book.kernel_env(), PIPELAB_PORT=str(session.endpoint.port))
         print(f"pipelab: Redis at {session.endpoint.url}; RTT injection: {session.proxy_note}", flush=True)
         if args.no_jupyter:
             print(f"pipelab: for JBang examples: jbang ch01-ping {session.endpoint.host} {session.endpoint.port}")
@@ -161,7 +168,7 @@ def parser() -> argparse.ArgumentParser:
     b.set_defaults(func=cmd_book)
     sub.add_parser("site", help="build the site from the results there are").set_defaults(func=cmd_site)
     r = sub.add_parser("reference", help="measure the whole book afresh and make it the reference run in "
-                                         "pipelab/reference (commit it), with its figures in the Markdown")
+                                         "pipelab/reference_run (commit it), with its figures in the Markdown")
     r.add_argument("--from-results", action="store_true",
                    help="measure nothing: make build/results (every chapter, full sizes) the reference")
     r.set_defaults(func=cmd_reference)

@@ -7,10 +7,10 @@ Markers in the Markdown (see site/chapters/*.md):
   <!-- pipelab:spread all -->       how far apart the repetitions of every measurement landed
   <!-- pipelab:course timings -->   the course plan beside what each exercise's solutions took
   <!-- pipelab:course footprint --> what the course fetched onto this machine, by size
-  {{ ch01/name#key }}               one formatted figure from a results file (see reference.VALUE for
-                                    the form `pipelab reference` writes for GitHub's readers)
+  {{ ch01/name#key }}               one formatted figure from a results file (markers.py has both
+                                    kinds, and the form `pipelab reference` writes for GitHub's readers)
 Each results file is the reader's (build/results) when they have it, else the reference run's
-(pipelab/reference), and the page marks what comes from the reference. With neither (a reference
+(pipelab/reference_run), and the page marks what comes from the reference. With neither (a reference
 not committed yet), every marker says so instead of failing.
 """
 from __future__ import annotations
@@ -28,12 +28,11 @@ matplotlib.use("Agg")  # plots go to files only, also under `make serve` on a de
 import matplotlib.pyplot as plt  # noqa: E402
 
 from pipelab import chapters, paths, plots  # noqa: E402
-from pipelab.book import reference, report
+from pipelab.book import markers, reference, report
 from pipelab.chapters import claims
 from pipelab.course import timings as course
 
 NOT_YET = "not measured yet (run `make book`)"
-MARKER = re.compile(r"<!--\s*pipelab:(figures|env|plot|spread|course)\s+([\w/.-]+)\s*-->")
 NOTEBOOK_SUFFIX = "-notebook.ipynb"
 REFERENCE_TITLE = "the reference machine's figure: run make book for yours"
 log = logging.getLogger(f"mkdocs.hooks.{__name__}")
@@ -125,7 +124,7 @@ def on_page_markdown(markdown, page, config, files):
         return _plot(arg, depth)
 
     def value(match: re.Match) -> str:
-        m = reference.marker(match)
+        m = markers.value(match)
         doc, from_reference = reference.shown(m.name)
         figure = doc["summary"].get(m.key) if doc else None
         if figure is None:
@@ -133,4 +132,4 @@ def on_page_markdown(markdown, page, config, files):
         shown = m.markdown(figure["text"])
         return f'<span class="ref" title="{REFERENCE_TITLE}">{shown}</span>' if from_reference else shown
 
-    return reference.VALUE.sub(value, MARKER.sub(marker, markdown))
+    return markers.VALUE.sub(value, markers.BLOCK.sub(marker, markdown))

@@ -1,23 +1,34 @@
 """What produced a chapter's results, as one key: a chapter is measured again only when its key changes.
 
-The key covers the notebook, every pipelab module it imports (followed through the package's own
-imports), the Java sources of the chapter's JBang aliases (with their //SOURCES), the lock, the
-server binary, the sizes (quick or full) and the machine (CPU model and count, OS, Python).
+The key covers what can change a figure, by meaning rather than by bytes:
+- the notebook's code cells (their syntax tree: markdown, outputs, cell ids and formatting do not count);
+- every pipelab module the notebook reaches through imports, as a syntax tree without docstrings
+  (comments and formatting never reach the tree), except `settings.py`, which only says where the lab
+  listens;
+- the Java sources of every JBang alias the notebook ran (recorded when it runs, not guessed from the
+  alias's name), with their //SOURCES, as tokens without comments (JBang's //DEPS-style directives
+  count, since they pin the clients);
+- the book's own packages in the lock (name and version; the test and lab extras do not count);
+- the server binary, quick or full, and the machine (CPU model and count, OS, Python).
 """
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import os
 import platform
 import re
+import tomllib
 from pathlib import Path
 
 from ..paths import REPO, build_dir
 
 PACKAGE = REPO / "pipelab"
 SOURCES_LINE = re.compile(r"^//SOURCES\s+(\S+)", re.MULTILINE)
+# Files whose values cannot move a figure (where the lab listens), so no chapter's key holds them.
+NOT_INPUTS = ("pipelab/settings.py", "java-examples/common/LabDefaults.java")
 
 
 def _module_file(name: str) -> Path | None:
@@ -30,49 +41,136 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-def _imports(path: Path, source: str | None = None) -> set[str]:
-    """The pipelab modules a file imports, as dotted names (relative imports resolved)."""
-    tree = ast.parse(source if source is not None else path.read_text())
-    package = ".".join(path.relative_to(REPO).with_suffix("").parts[:-1]) if path.is_relative_to(REPO) else ""
-    if path.name == "__init__.py":
-        package = ".".join(path.relative_to(REPO).parent.parts)
-    found = set()
-    for node in ast.walk(tree):
+def _package(path: Path) -> str:
+    """The package a file's relative imports start from ("pipelab.chapters" for a chapter module)."""
+    if not path.is_relative_to(REPO):
+        return ""
+    parts = path.relative_to(REPO).parts
+    return ".".join(parts[:-1])
+
+
+def _uses(path: Path, nodes: list[ast.AST]) -> dict[str, set[str] | None]:
+    """{pipelab module: the names these statements take from it, None for all of it}."""
+    package, used = _package(path), {}
+
+    def want(module: str, names: set[str] | None) -> None:
+        if _module_file(module):
+            old = used.get(module, set())
+            used[module] = None if names is None or old is None else old | names
+
+    def attributes_of(alias: str) -> set[str]:  # `from . import ch01` ... ch01.sadd_keys
+        return {n.attr for node in nodes for n in ast.walk(node)
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == alias}
+
+    for node in (n for top in nodes for n in ast.walk(top)):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            for alias in node.names:
+                want(alias.name, None)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(filter(None, [*parts, base]))
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)  # `from pkg import module`
-    return {name for name in found if _module_file(name)}
+            for alias in node.names:
+                if alias.name == "*":
+                    want(base, None)
+                elif _module_file(f"{base}.{alias.name}"):
+                    want(f"{base}.{alias.name}", attributes_of(alias.asname or alias.name))
+                    want(base, set())  # the package's __init__ runs first
+                else:
+                    want(base, {alias.name})
+    return used
+
+
+def _defined(stmt: ast.stmt) -> set[str]:
+    """The names a top-level statement binds (empty for one that only does something)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in stmt.names}
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def _slice(tree: ast.Module, names: set[str] | None) -> list[ast.stmt]:
+    """The top-level statements that `names` need: their definitions, what those use from the same
+    module, and every statement that only does something (it runs at import). All, for None."""
+    if names is None:
+        return tree.body
+    keep = {i for i, stmt in enumerate(tree.body) if not _defined(stmt)}
+    todo = set(names).union(*({n.id for n in ast.walk(tree.body[i]) if isinstance(n, ast.Name)} for i in keep))
+    done: set[str] = set()
+    while todo:
+        name = todo.pop()
+        done.add(name)
+        for i, stmt in enumerate(tree.body):
+            if i not in keep and name in _defined(stmt):
+                keep.add(i)
+                todo |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)} - done
+    return [stmt for i, stmt in enumerate(tree.body) if i in keep]
+
+
+def _whole(path: Path, own: str) -> bool:
+    """The harness and the chapter's own modules count whole; another chapter's, only what is used."""
+    rel = path.relative_to(REPO).parts
+    return not (rel[:2] == ("pipelab", "chapters") and len(rel) > 2 and rel[2].startswith("ch")
+                and not rel[2].startswith(f"ch{own}"))
+
+
+def _notebook_code(notebook: Path) -> str:
+    """The notebook's code cells, one after another; IPython's magics and shell lines left out."""
+    cells = json.loads(notebook.read_text())["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    return "\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!")))
+
+
+def _is_input(path: Path) -> bool:
+    return not (path.is_relative_to(REPO) and path.relative_to(REPO).as_posix() in NOT_INPUTS)
+
+
+def python_parts(notebook: Path) -> dict[Path, set[str] | None]:
+    """{pipelab file the notebook's code reaches: the names of it that count, None for all of it}.
+    Another chapter's module counts only for what this chapter takes from it; settings.py not at all."""
+    own = notebook.name[:2]
+    todo = list(_uses(notebook, [ast.parse(_notebook_code(notebook))]).items())
+    parts: dict[Path, set[str] | None] = {}
+    while todo:
+        name, names = todo.pop()
+        path = _module_file(name)
+        if _whole(path, own):
+            names = None
+        old = parts.get(path, set())
+        merged = None if names is None or old is None else old | names
+        if path in parts and merged == old:
+            continue
+        parts[path] = merged
+        todo.extend(_file_uses(path, path.read_text(), None if merged is None else frozenset(merged)).items())
+        parent = name.rpartition(".")[0]
+        if parent:  # importing pipelab.x.y runs pipelab/__init__ and pipelab/x/__init__
+            todo.append((parent, set()))
+    return {path: names for path, names in sorted(parts.items()) if _is_input(path)}
+
+
+@functools.lru_cache(maxsize=1024)  # the chapters reach the same files: parse each version once
+def _file_uses(path: Path, text: str, names: frozenset[str] | None) -> dict[str, set[str] | None]:
+    return _uses(path, _slice(ast.parse(text), names))
 
 
 def python_files(notebook: Path) -> list[Path]:
-    """Every pipelab file the notebook's code reaches."""
-    cells = json.loads(notebook.read_text())["cells"]
-    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-    code = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!")))
-    todo, seen = list(_imports(notebook, code)), set()
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        file = _module_file(name)
-        todo.extend(_imports(file) - seen)
-        parent = name.rpartition(".")[0]
-        if parent and parent not in seen:  # importing pipelab.x.y runs pipelab/__init__ and pipelab/x/__init__
-            todo.append(parent)
-    return sorted({_module_file(name) for name in seen})
+    """Every pipelab file the notebook's code reaches (settings.py aside)."""
+    return list(python_parts(notebook))
 
 
-def java_files(chapter: str) -> list[Path]:
-    """The sources of the chapter's JBang aliases (chNN-...), with what they pull in by //SOURCES."""
-    aliases = json.loads((REPO / "jbang-catalog.json").read_text())["aliases"]
-    todo = [REPO / a["script-ref"] for name, a in aliases.items() if name.startswith(f"ch{chapter}-")]
+def catalog() -> dict[str, dict]:
+    return json.loads((REPO / "jbang-catalog.json").read_text())["aliases"]
+
+
+def java_files(aliases: list[str]) -> list[Path]:
+    """The sources of these JBang aliases, with what they pull in by //SOURCES (LabDefaults aside)."""
+    known = catalog()
+    todo = [REPO / known[alias]["script-ref"] for alias in aliases if alias in known]
     seen: set[Path] = set()
     while todo:
         path = todo.pop().resolve()
@@ -80,16 +178,84 @@ def java_files(chapter: str) -> list[Path]:
             continue
         seen.add(path)
         todo.extend(path.parent / ref for ref in SOURCES_LINE.findall(path.read_text()))
-    return sorted(seen)
+    return sorted(path for path in seen if _is_input(path))
 
 
-def _digest(paths: list[Path]) -> str:
-    h = hashlib.sha256()
-    for path in paths:
-        h.update(str(path.relative_to(REPO) if path.is_relative_to(REPO) else path).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
+# --------------------------------------------------------------------- what a file means
 
+class _NoDocstrings(ast.NodeTransformer):
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+        return node
+
+
+@functools.lru_cache(maxsize=1024)
+def _python_meaning(source: str, names: frozenset[str] | None) -> str:
+    tree = _NoDocstrings().visit(ast.parse(source))
+    return ast.dump(ast.Module(body=_slice(tree, names), type_ignores=[]))
+
+
+def python_meaning(source: str, names: set[str] | None = None) -> str:
+    """The code's syntax tree without docstrings (comments, blank lines and layout never reach it);
+    with `names`, only the statements they need (_slice)."""
+    return _python_meaning(source, None if names is None else frozenset(names))
+
+
+# A Java token stream: strings and chars kept whole (a "//" inside one is no comment), comments dropped
+# except JBang's directives (//DEPS, //SOURCES, //JAVA_OPTIONS ...), which decide what runs.
+JAVA_TOKENS = re.compile(r'"""(?:.|\n)*?"""|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
+                         r"|(?P<directive>^//[A-Z_]+\b.*$)|(?P<comment>//.*$|/\*(?:.|\n)*?\*/)"
+                         r"|\w+|[^\s\w]", re.MULTILINE)
+
+
+def java_meaning(source: str) -> str:
+    """The source's tokens with comments left out: comments and layout never change it."""
+    return " ".join(m[0].strip() for m in JAVA_TOKENS.finditer(source) if not m["comment"])
+
+
+def lock_meaning(lock: Path | None = None) -> str:
+    """The packages the book itself installs from the lock (its dependencies, followed through
+    theirs), as name==version: a tool added to the test or lab extras changes no figure."""
+    packages = {p["name"]: p for p in tomllib.loads((lock or REPO / "uv.lock").read_text())["package"]}
+    todo = [dep["name"] for dep in packages["pipelab"].get("dependencies", [])]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in seen and name in packages:
+            seen.add(name)
+            todo.extend(dep["name"] for dep in packages[name].get("dependencies", []))
+    return "\n".join(f"{name}=={packages[name].get('version', '?')}" for name in sorted(seen))
+
+
+def meaning(path: Path) -> str:
+    if path.suffix == ".ipynb":
+        return python_meaning(_notebook_code(path))
+    if path.suffix == ".py":
+        return python_meaning(path.read_text())
+    if path.suffix == ".java":
+        return java_meaning(path.read_text())
+    return path.read_text()
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _name(path: Path) -> str:
+    return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else str(path)
+
+
+def digests(paths: list[Path]) -> dict[str, str]:
+    """{file: digest of its meaning}, so a record says which file changed."""
+    return {_name(path): _sha(meaning(path)) for path in paths}
+
+
+# --------------------------------------------------------------------- a chapter's key
 
 def machine() -> dict:
     model = ""
@@ -107,21 +273,31 @@ def server_identity(binary: str) -> str:
     return hashlib.sha256(Path(binary).read_bytes()).hexdigest()
 
 
-def sources(notebook: Path, py: list[Path] | None = None, java: list[Path] | None = None) -> dict:
-    """The chapter's own inputs, by content: its notebook, the pipelab modules and Java sources it
-    uses (`py`, `java`: found here when not given), and the lock (what the committed reference run
-    records, machine and server aside)."""
-    py = python_files(notebook) if py is None else py
-    java = java_files(notebook.stem[:2]) if java is None else java
-    return {"notebook": _digest([notebook]), "python": _digest(py), "java": _digest(java),
-            "lock": _digest([REPO / "uv.lock"])}
+def sources(notebook: Path, aliases: list[str]) -> dict:
+    """The chapter's own inputs by meaning: its notebook, the pipelab modules it reaches, the Java
+    sources of the `aliases` it ran, and the lock (what the committed reference run records, machine
+    and server aside)."""
+    python = {_name(path) + ("" if names is None else " (what this chapter uses)"):
+              _sha(python_meaning(path.read_text(), names)) for path, names in python_parts(notebook).items()}
+    return {"notebook": _sha(meaning(notebook)), "python": python,
+            "aliases": sorted(set(aliases)), "java": digests(java_files(aliases)), "lock": _sha(lock_meaning())}
 
 
-def chapter_key(notebook: Path, *, quick: bool, server: str) -> dict:
-    py, java = python_files(notebook), java_files(notebook.stem[:2])
-    parts = sources(notebook, py, java) | {"server": server, "quick": quick, "machine": machine()}
-    parts["key"] = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-    parts["files"] = [str(p.relative_to(REPO)) for p in [notebook, *py, *java]]
+def changes(made_from: dict, now: dict) -> list[str]:
+    """What differs between two `sources` records, file by file (empty when the chapter is current)."""
+    found = [part for part in ("notebook", "lock", "aliases") if made_from.get(part) != now.get(part)]
+    for part in ("python", "java"):
+        old, new = made_from.get(part) or {}, now.get(part) or {}
+        if not isinstance(old, dict):  # a record from before files were named one by one
+            found.append(part)
+            continue
+        found += sorted(name for name in old.keys() | new.keys() if old.get(name) != new.get(name))
+    return found
+
+
+def chapter_key(notebook: Path, *, quick: bool, server: str, aliases: list[str]) -> dict:
+    parts = sources(notebook, aliases) | {"server": server, "quick": quick, "machine": machine()}
+    parts["key"] = _sha(json.dumps(parts, sort_keys=True))
     return parts
 
 
@@ -129,15 +305,24 @@ def stamp_path(notebook: Path) -> Path:
     return build_dir() / "inputs" / f"{notebook.stem}.json"  # beside results/, whose files are all results
 
 
+def runs_log(notebook: Path) -> Path:
+    """Where the chapter's kernel notes each JBang alias it runs (jbang.RUNS_LOG_VAR)."""
+    return build_dir() / "inputs" / f"{notebook.stem}.java-runs.txt"
+
+
+def last_run(notebook: Path) -> dict | None:
+    """The key the chapter's last run recorded, or None."""
+    try:
+        return json.loads(stamp_path(notebook).read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def unchanged(notebook: Path, key: dict) -> bool:
     """True when the chapter's last run had this key and its executed notebook is still there."""
-    stamp = stamp_path(notebook)
-    if not stamp.exists() or not (build_dir() / "notebooks" / notebook.name).exists():
-        return False
-    try:
-        return json.loads(stamp.read_text()).get("key") == key["key"]
-    except (OSError, ValueError):
-        return False
+    last = last_run(notebook)
+    return (last is not None and last.get("key") == key["key"]
+            and (build_dir() / "notebooks" / notebook.name).exists())
 
 
 def record(notebook: Path, key: dict) -> None:

@@ -1,4 +1,4 @@
-"""The reference run: one full book run's results, committed in pipelab/reference/, so the site reads
+"""The reference run: one full book run's results, committed in pipelab/reference_run/, so the site reads
 fully before the reader measures anything. `pipelab reference` copies build/results there and
 writes its values into the Markdown for readers of the repository on GitHub; the site shows the
 reader's own results wherever they exist, and the reference's, marked as such, elsewhere.
@@ -6,65 +6,36 @@ reader's own results wherever they exist, and the reference's, marked as such, e
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
-from .. import paths, results
+from .. import envinfo, paths, results
 from ..chapters.claims import NOT_MEASURED
 from ..errors import LabError
-from . import build, inputs
+from . import build, inputs, markers
 
 SOURCES = "sources.json"  # beside the chapters' folders: what each chapter's reference run was made from
-
-# A figure in the prose. Bare: {{ ch01/ping-10k#python_speedup }}, in backticks for a code figure. As
-# `pipelab reference` writes it: <span><!--{{ ch01/ping-10k#python_speedup }}-->17.6x</span>, where
-# GitHub shows the reference's value and hides the comment (a span, unlike a comment, may open a line
-# without ending the paragraph there); a code figure keeps its backticks around the value.
-VALUE = re.compile(r"<span><!--\{\{\s*(?P<name>[\w/.-]+)#(?P<key>\w+)\s*\}\}-->"
-                   r"(?P<code>`?)(?P<shown>.*?)(?P=code)</span>"
-                   r"|(?P<bare_code>`?)\{\{\s*(?P<bare_name>[\w/.-]+)#(?P<bare_key>\w+)\s*\}\}(?P=bare_code)")
-
-
-@dataclass(frozen=True)
-class Marker:
-    name: str  # results name, "ch01/ping-10k"
-    key: str  # summary key
-    code: bool  # shown as code
-
-    def markdown(self, text: str) -> str:
-        """`text` (a figure's text) as this marker shows it: a measured text may hold "|" (a list of
-        results), which would split a table cell."""
-        tick = "`" if self.code else ""
-        text = text.replace("|", "\\|")
-        return f"{tick}{text}{tick}"
-
-
-def marker(match: re.Match) -> Marker:
-    if match["name"]:
-        return Marker(match["name"], match["key"], bool(match["code"]))
-    return Marker(match["bare_name"], match["bare_key"], bool(match["bare_code"]))
-
-
-def markers(markdown: str) -> list[Marker]:
-    return [marker(match) for match in VALUE.finditer(markdown)]
+TIMINGS = "book/timings"  # how long the reference run's parts took, for the README
+TEST_TIME = "test-time.json"  # in build/: the last whole `make test` (tests/conftest.py writes it)
 
 
 def with_values(markdown: str, reference: Path | None = None) -> str:
     """Every figure marker of `markdown`, bare or written before, written again with the reference's
     value (NOT_MEASURED where it has none). Idempotent: a second pass changes nothing."""
     def write(match: re.Match) -> str:
-        m = marker(match)
-        figure = results.summary_value(m.name, m.key, reference or paths.reference_dir())
-        return f"<span><!--{{{{ {m.name}#{m.key} }}}}-->{m.markdown(figure['text'] if figure else NOT_MEASURED)}</span>"
-    return VALUE.sub(write, markdown)
+        marker = markers.value(match)
+        figure = results.summary_value(marker.name, marker.key, reference or paths.reference_dir())
+        return marker.written(figure["text"] if figure else NOT_MEASURED)
+    return markers.VALUE.sub(write, markdown)
 
 
 def write_values(site: Path | None = None, reference: Path | None = None) -> list[Path]:
-    """with_values over every Markdown file of the site's sources; the files it changed."""
+    """with_values over every Markdown file of the site's sources and the README; the files it changed."""
     changed = []
-    for md in sorted((site or paths.REPO / "site").rglob("*.md")):
+    readme = [] if site else [paths.REPO / "README.md"]  # its timings come from the reference run (TIMINGS)
+    for md in sorted((site or paths.REPO / "site").rglob("*.md")) + readme:
         text = md.read_text()
         if (written := with_values(text, reference)) != text:
             md.write_text(written)
@@ -109,22 +80,76 @@ def publish(source: Path | None = None, target: Path | None = None) -> list[str]
     if quick:
         raise LabError(f"{results.path_for(quick[0], source)} comes from a quick run ({len(quick)} results files "
                        "do), and the reference needs the full sizes; `make reference` measures them.")
-    for old in (p for p in target.iterdir() if p.is_dir()) if target.exists() else ():
+    made_from = {chapter: run_sources(chapter) for chapter in chapters()}
+    for old in (p for p in target.glob("ch*") if p.is_dir()) if target.exists() else ():
         shutil.rmtree(old)
     for name in names:
         results.path_for(name, target).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(results.path_for(name, source), results.path_for(name, target))
-    (target / SOURCES).write_text(json.dumps(current_sources(), indent=1, sort_keys=True) + "\n")
+    (target / SOURCES).write_text(json.dumps(made_from, indent=1, sort_keys=True) + "\n")
     return names
 
 
-def current_sources() -> dict:
-    """{chapter: its sources' digests} as the working tree has them now."""
-    return {f"ch{notebook.name[:2]}": inputs.sources(notebook) for notebook in build.notebooks()}
+def _notebook(chapter: str) -> Path:
+    return next(nb for nb in build.notebooks() if f"ch{nb.name[:2]}" == chapter)
 
 
-def stale_chapters(reference: Path | None = None) -> list[str]:
-    """The chapters whose sources changed since the reference run was made (all, without a record)."""
+def run_sources(chapter: str) -> dict:
+    """What the chapter's last run in build/ was made from (its notebook, modules, the Java examples
+    it ran, the lock), as the run recorded it; refused when no run recorded it."""
+    last = inputs.last_run(_notebook(chapter))
+    if last is None:
+        raise LabError(f"No record of what chapter {int(chapter[2:])}'s last run was made from (build/inputs); "
+                       "`make reference` measures it and records it.")
+    return {part: last[part] for part in ("notebook", "python", "aliases", "java", "lock")}
+
+
+def current_sources(reference: Path | None = None) -> dict:
+    """{chapter: its sources as the working tree has them now}, for the Java examples each chapter's
+    reference run ran (none for a chapter it does not record)."""
+    made_from = recorded_sources(reference)
+    return {chapter: inputs.sources(_notebook(chapter), made_from.get(chapter, {}).get("aliases", []))
+            for chapter in chapters()}
+
+
+def recorded_sources(reference: Path | None = None) -> dict:
     path = (reference or paths.reference_dir()) / SOURCES
-    made_from = json.loads(path.read_text()) if path.exists() else {}
-    return [chapter for chapter, digests in current_sources().items() if made_from.get(chapter) != digests]
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def stale_chapters(reference: Path | None = None) -> dict[str, list[str]]:
+    """{chapter: what changed} for each chapter whose sources changed since the reference run was made
+    (every chapter, without a record)."""
+    made_from, now = recorded_sources(reference), current_sources(reference)
+    stale = {chapter: inputs.changes(made_from.get(chapter, {}), sources) for chapter, sources in now.items()}
+    return {chapter: changed for chapter, changed in stale.items() if changed}
+
+
+def save_timings(book_s: float | None = None, site_s: float | None = None, target: Path | None = None) -> Path:
+    """The reference run's times as a results file (TIMINGS): each chapter's (recorded by its run),
+    the whole measuring run and the site when this command made them, and the last whole `make test`
+    on this machine when there was one. The README's figures read it, like the prose's."""
+    summary = {f"{chapter}_s": _whole_seconds(_seconds(chapter)) for chapter in chapters()}
+    tests = json.loads(test_time.read_text()) if (test_time := paths.build_dir() / TEST_TIME).exists() else {}
+    summary |= {"book_s": _whole_seconds(book_s), "site_s": _whole_seconds(site_s),
+                "book_min": results.quantity(round(book_s / 60, 1) if book_s else None, "num"),
+                "test_s": _whole_seconds(tests.get("seconds"))}
+    # `make reference FROM_RESULTS=1` times nothing: what it did not time stays as the last run had it.
+    before = (results.load(TIMINGS, target or paths.reference_dir()) or {}).get("summary", {})
+    kept = sorted(key for key, figure in summary.items() if figure["value"] is None and key in before)
+    summary |= {key: before[key] for key in kept}
+    return results.save(TIMINGS, environment={"cpu_count": os.cpu_count(), "cpu_model": envinfo.cpu_model()},
+                        params={"tests_measured_at": tests.get("measured_at"), "kept_from_the_last_run": kept},
+                        summary=summary, base=target or paths.reference_dir())
+
+
+def _seconds(chapter: str) -> float | None:
+    """How long the chapter's last run took (first cell to last), as its run recorded it."""
+    last = inputs.last_run(_notebook(chapter)) or {}
+    return last.get("seconds")
+
+
+def _whole_seconds(seconds: float | None) -> dict:
+    return results.quantity(None if seconds is None else round(seconds), "s",
+                            None if seconds is None else f"{seconds:.0f} s")
+

@@ -1,7 +1,7 @@
 """What the site prints from results files besides each chapter's claims (chapters.claims): the
 environment a chapter was measured in, and how far the repetitions of every measurement spread.
 Each is the reader's run (`base`, build/results) when there is one, else the reference run's
-(`reference`, pipelab/reference), which the table then says."""
+(`reference`, pipelab/reference_run), which the table then says."""
 from __future__ import annotations
 
 from pathlib import Path

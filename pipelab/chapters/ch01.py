@@ -10,7 +10,8 @@ import redis
 from matplotlib.figure import Figure
 
 from .. import plots
-from ..lab import Size
+from ..params import Size
+from ..server import PREFIX as LAB_PREFIX
 from ..resp import encode, read_replies
 from ..results import quantity
 from .claims import Claim, Published, derived
@@ -34,7 +35,7 @@ def ping_pipelined(r: redis.Redis, n: int) -> None:
 
 
 # --8<-- [start:sadd]
-def sadd_keys(n: int, prefix: str = "pipelab:ch01:sadd:") -> list[str]:
+def sadd_keys(n: int, prefix: str = LAB_PREFIX + "ch01:sadd:") -> list[str]:
     return [f"{prefix}{i}" for i in range(n)]
 
 

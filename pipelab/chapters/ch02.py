@@ -11,7 +11,8 @@ import redis
 from matplotlib.figure import Figure
 
 from .. import observe, plots
-from ..lab import Size
+from ..params import Size
+from ..server import PREFIX as LAB_PREFIX
 from ..measure import Measurement
 from ..resp import connect, encode, read_bytes
 from ..results import md_table, quantity
@@ -20,7 +21,7 @@ from .claims import Claim, Published
 
 
 # --8<-- [start:depth]
-def set_in_batches(r: redis.Redis, n: int, depth: int, key: str = "pipelab:ch02:set") -> None:
+def set_in_batches(r: redis.Redis, n: int, depth: int, key: str = LAB_PREFIX + "ch02:set") -> None:
     # n SETs sent `depth` at a time: one write and one wait per batch (depth 1 = a round trip each).
     pipe = r.pipeline(transaction=False)
     sent = 0
@@ -92,7 +93,7 @@ def pings_round_trips(sock: socket.socket, n: int) -> None:
 # --- the chapter's parameters, declared once (the notebook passes them to the Java example) ---
 
 REPEAT = Size(full=5, quick=2)
-SET_KEY, VALUE_KEY = "pipelab:ch02:set", "pipelab:ch02:value"
+SET_KEY, VALUE_KEY = LAB_PREFIX + "ch02:set", LAB_PREFIX + "ch02:value"
 SYS_DEPTHS = Size(full=[1, 2, 4, 10, 100, 1_000, 10_000], quick=[1, 10, 100, 1_000])
 N_SYS = Size(full=20_000, quick=2_000)
 N_STRACE = Size(full=5_000, quick=1_000)

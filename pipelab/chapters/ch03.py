@@ -6,7 +6,8 @@ import redis
 from matplotlib.figure import Figure
 
 from .. import observe, plots
-from ..lab import Size
+from ..params import Size
+from ..server import PREFIX as LAB_PREFIX
 from ..results import md_table, measurements_frame, quantity, summarize
 from . import ch01
 from .claims import Claim, Published, derived
@@ -61,7 +62,7 @@ def redispy_modes(lab, link, n: int, repeat: int) -> tuple[dict, dict]:
     """redis-py's modes over `link`: {("redis-py", mode): Measurement} and the commands each sent."""
     r = link.client()
     pure = pure_python_client(link.endpoint.host, link.endpoint.port)
-    keys = ch01.sadd_keys(n, prefix="pipelab:ch03:py:")
+    keys = ch01.sadd_keys(n, prefix=LAB_PREFIX + "ch03:py:")
     reset = lambda: ch01.delete_keys(r, keys)  # noqa: E731
     modes = {"one_by_one": lambda: ch01.sadd_one_by_one(r, keys), "pipeline": lambda: ch01.sadd_pipelined(r, keys),
              "transaction": lambda: sadd_transaction(r, keys),

@@ -18,7 +18,7 @@ from redis.retry import Retry
 
 from .. import observe, plots
 from ..jbang import fact
-from ..lab import Size
+from ..params import Size
 from ..observe import command_stats
 from ..results import md_table, quantity
 from ..server import Endpoint, delete_lab_keys

@@ -13,14 +13,15 @@ from redis.cluster import RedisCluster, key_slot
 
 from .. import plots
 from ..jbang import fact
-from ..lab import Size
+from ..params import Size
+from ..server import PREFIX as LAB_PREFIX
 from ..results import md_table, measurements_frame, quantity, summarize
 
 from ..cluster import Cluster
 from . import ch01
 from .claims import Claim, Published, derived
 
-PREFIX = "pipelab:ch05:"
+PREFIX = LAB_PREFIX + "ch05:"
 
 
 # --8<-- [start:sadd]

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from .. import observe, plots
 from ..jbang import fact
-from ..lab import Size
+from ..params import Size
 from ..measure import Measurement
 from ..resp import encode
 from ..results import md_table, quantity

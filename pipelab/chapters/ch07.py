@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from redis.exceptions import WatchError
 
 from .. import observe, plots
-from ..lab import Size
+from ..params import Size
 from ..measure import Measurement, measure
 from ..results import md_table, quantity
 from ..server import Endpoint

@@ -17,13 +17,13 @@ from redis.backoff import NoBackoff
 from ..errors import LabError
 from ..jbang import fact
 from ..proxy import PROXY_NAME
-from ..lab import Size
+from ..params import Size
 from ..results import md_table, quantity
-from ..server import EmbeddedRedis, Endpoint, free_port
+from ..server import PREFIX as LAB_PREFIX, EmbeddedRedis, Endpoint, free_port
 from .ch04 import DEFAULT_RETRIES, PREFIX as CH04_PREFIX, incr_exactly_once, incr_pipeline, no_retry_client
 from .ch07 import LoopThread, async_client
 
-PREFIX = "pipelab:ch08:"
+PREFIX = LAB_PREFIX + "ch08:"
 
 # --- 1. redis-py: a default timeout with default retries -------------------------------------------
 

@@ -55,7 +55,7 @@ def measured(name: str, key: str, base: Path | None = None) -> dict | None:
 
 def rows(chapter: str, base: Path | None = None, reference: Path | None = None) -> list[dict]:
     """Each claim's published figure beside the reader's run (`base`, build/results) and the reference
-    run (`reference`, pipelab/reference). The ratio to the published figure is the reader's when they
+    run (`reference`, pipelab/reference_run). The ratio to the published figure is the reader's when they
     measured it, else the reference's; "ratio_of" says whose."""
     out = []
     for claim in chapter_claims(chapter):
