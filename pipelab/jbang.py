@@ -151,6 +151,12 @@ class JavaRun:
         return self.data.get("facts", {})
 
     @property
+    def fields(self) -> dict[str, dict]:
+        """Per mode, what it is (e.g. {"depth": 256, "command": "SET", "mode": "pipelined"}), where the
+        example says: read these, never the mode's name."""
+        return self.data.get("fields", {})
+
+    @property
     def wire(self) -> dict[str, dict[str, int]]:
         """Per mode, the commands the server executed (INFO commandstats deltas taken by the example)."""
         return self.data.get("wire", {})
@@ -161,7 +167,8 @@ class JavaRun:
         cpu = self.data.get("cpu_s", {})
         warmup = self.data.get("warmup_s", {})
         return {mode: Measurement(mode, int(ops.get(mode, self.data["size"])), [float(s) for s in samples],
-                                  {"alias": self.alias, "client_cpu_s": cpu.get(mode)}, list(warmup.get(mode, [])))
+                                  {"alias": self.alias, "client_cpu_s": cpu.get(mode), **self.fields.get(mode, {})},
+                                  list(warmup.get(mode, [])))
                 for mode, samples in self.data["modes"].items()}
 
 

@@ -55,7 +55,7 @@ def pipelining_wins(alias: str, measurements: dict) -> None:
     """The direction each example exists to show, with tolerant bounds."""
     if alias == "ch02-depth":
         depth1 = measurements["depth_1"]
-        deepest = measurements[max(measurements, key=lambda mode: int(mode.split("_")[1]))]
+        deepest = max(measurements.values(), key=lambda m: m.params["depth"])
         assert deepest.ops_per_s >= 3 * depth1.ops_per_s, f"{deepest} vs {depth1}"
         return
     baseline_mode = next(iter(measurements))  # every other example reports its one-by-one loop first

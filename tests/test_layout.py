@@ -13,7 +13,7 @@ from pipelab.paths import REPO
 MAX_CELL_LINES = 25
 NOTEBOOKS = sorted((REPO / "notebooks").rglob("*.ipynb"))
 CORE = sorted(p for p in (REPO / "pipelab").glob("*.py") if p.name != "__main__.py")  # __main__: the command line
-CHAPTERS = sorted((REPO / "pipelab" / "chapters").glob("*.py"))
+CHAPTERS = sorted((REPO / "pipelab" / "chapters").rglob("*.py"))  # chapter packages too
 
 
 def code_cells(path):

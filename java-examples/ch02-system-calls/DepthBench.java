@@ -14,7 +14,7 @@
 // shows the client's CPU time beside the wall time, to tell those limits apart.
 //
 //   jbang ch02-depth [host] [port] [size] [repeat] [warmup] depths
-//   e.g. jbang ch02-depth 127.0.0.1 16379 200000 5 1 1,4,16,64,256,1000,4096
+//   e.g. jbang ch02-depth 127.0.0.1 "$PIPELAB_PORT" 200000 5 1 1,4,16,64,256,1000,4096
 //
 // size is the commands per sample; at small depths a sample is capped at
 // MAX_ROUND_TRIPS batches so that depth 1 does not take minutes (see commandsPerSample).
@@ -23,6 +23,7 @@
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.Pipeline;
@@ -69,7 +70,7 @@ public class DepthBench {
 
         if (depths.isEmpty()) {
             throw new LabSupport.Stop(2, "ch02-depth: give the depths after the five usual arguments, e.g. "
-                    + "jbang ch02-depth 127.0.0.1 16379 200000 5 1 1,16,256,1000,4096.");
+                    + "jbang ch02-depth 127.0.0.1 " + LabSupport.DEFAULT_PORT + " 200000 5 1 1,16,256,1000,4096.");
         }
         try (Jedis jedis = LabSupport.connect(s)) {
             // Before anything is written: the database must hold nothing but lab keys.
@@ -83,6 +84,7 @@ public class DepthBench {
                 LabSupport.Step verify = () -> verify(jedis);
                 for (int depth : depths) {
                     int count = commandsPerSample(s.size(), depth);
+                    report.fields("depth_" + depth, Map.of("depth", depth, "command", "SET", "mode", "pipelined"));
                     report.add("depth_" + depth, "depth " + depth, "SETs", count,
                             LabSupport.measure(s, null, () -> setInBatches(jedis, count, depth), verify));
                 }

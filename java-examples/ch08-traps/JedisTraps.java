@@ -43,7 +43,7 @@
 //    one_node (keys in one slot: sync() reads on the calling thread).
 //
 //   jbang ch08-jedis [host] [port] [size] [repeat] [warmup] [cluster]
-//   e.g.  jbang ch08-jedis 127.0.0.1 16379 1000 5 1 127.0.0.1:17000
+//   e.g.  jbang ch08-jedis 127.0.0.1 "$PIPELAB_PORT" 1000 5 1 127.0.0.1:17000
 //
 // size is N (default 1000). cluster is host:port of one node of a Redis Cluster, or - for
 // none; without it parts 2 and 3 are skipped and a fact says so. repeat and warmup apply to

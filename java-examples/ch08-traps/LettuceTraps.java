@@ -32,7 +32,7 @@
 //                Fix: async commands and one flushCommands().
 //
 //   jbang ch08-lettuce [host] [port] [size] [repeat] [warmup] [proxy-host:port toxiproxy-api-url proxy-name]
-//   e.g.  jbang ch08-lettuce 127.0.0.1 16379 200000 3 1 127.0.0.1:16381 http://127.0.0.1:8474 pipelab-redis
+//   e.g.  jbang ch08-lettuce 127.0.0.1 "$PIPELAB_PORT" 200000 3 1 127.0.0.1:16381 http://127.0.0.1:8474 pipelab-redis
 //
 // size is the largest number of queued commands in trap 1 (also size/4 and size/2). host and
 // port are Redis's; the three optional arguments name a toxiproxy proxy in front of that same
@@ -86,7 +86,7 @@ public class LettuceTraps {
 
     static final String EXAMPLE = "ch08-lettuce";
     static final String USAGE = "usage: jbang " + EXAMPLE + " [host] [port] [size] [repeat] [warmup]"
-            + " [proxy-host:port toxiproxy-api-url proxy-name] (defaults 127.0.0.1 16379 200000 3 1, no proxy)";
+            + " [proxy-host:port toxiproxy-api-url proxy-name] (defaults: 127.0.0.1, the lab's port, 200000 3 1, no proxy)";
     static final int DEFAULT_SIZE = 200_000;
     static final int DEFAULT_REPEAT = 3;
 

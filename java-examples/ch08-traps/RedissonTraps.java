@@ -48,7 +48,7 @@
 //    commands arrived, how many copies ran, whether two copies interleaved and the gap between them.
 //
 //   jbang ch08-redisson [host] [port] [size] [repeat] [warmup] [replicated=host:port]
-//                       (defaults 127.0.0.1 16379 100000 3 1, no replicated server)
+//                       (defaults: 127.0.0.1, the lab's port, 100000 3 1, no replicated server)
 //
 // repeat and warmup apply to the timed modes (the small batches; plain and sync(1) batches on the
 // replicated master); every run that is meant to time out runs once, on a Redisson client of its own.

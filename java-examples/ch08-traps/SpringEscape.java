@@ -24,7 +24,7 @@
 // .bindConnection), so every template call on that thread, through `operations` or the outer
 // template, finds the pipelined connection and is queued.
 //
-//   jbang ch08-spring [host] [port] [size] [repeat] [warmup]     (defaults 127.0.0.1 16379 10000 3 1)
+//   jbang ch08-spring [host] [port] [size] [repeat] [warmup]     (defaults: 127.0.0.1, the lab's port, 10000 3 1)
 //
 // For every mode the example records, per call of the mode (warm-up included, averaged): the
 // size of the list executePipelined returned, the SETs the server ran (INFO commandstats),

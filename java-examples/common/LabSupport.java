@@ -555,7 +555,7 @@ final class LabSupport {
      * Collects the samples of each mode, prints a readable line per mode as it goes, and
      * at the end exactly one machine-readable line for the Python harness:
      * PIPELAB-RESULT {"example":...,"java_version":...,"clients":{...},"size":...,
-     * "repeat":...,"warmup":...,"modes":{"mode":[seconds,...],...}
+     * "repeat":...,"warmup":...,"modes":{"mode":[seconds,...],...} [,"fields":{"mode":{"depth":256,...}}]
      * [,"ops":{"mode":commands per sample,...}] [,"cpu_s":{"mode":[client CPU seconds,...],...}]
      * [,"warmup_s":{"mode":[seconds of each warm-up iteration,...],...}]
      * [,"wire":{"mode":{"command":calls over all the mode's iterations,...},...}]
@@ -577,6 +577,7 @@ final class LabSupport {
         private final Map<String, List<Double>> warmups = new LinkedHashMap<>();
         private final Map<String, Map<String, Long>> wire = new LinkedHashMap<>();
         private final Map<String, Object> facts = new LinkedHashMap<>();
+        private final Map<String, Map<String, Object>> fields = new LinkedHashMap<>();
         private boolean speedUps = true;
 
         Report(Settings s) {
@@ -623,6 +624,15 @@ final class LabSupport {
             }
             facts.put(name, value);
             System.out.println(String.format(Locale.ROOT, "%-20s %s", name + ":", value));
+        }
+
+        /**
+         * What a mode is, as fields the harness reads (e.g. depth 256, command SET, mode pipelined),
+         * so that no reader parses a mode's name.
+         */
+        Report fields(String mode, Map<String, Object> described) {
+            fields.put(mode, Map.copyOf(described));
+            return this;
         }
 
         /** Records a mode whose every sample ran `size` commands. */
@@ -683,6 +693,9 @@ final class LabSupport {
             doc.put("repeat", s.repeat());
             doc.put("warmup", s.warmup());
             doc.put("modes", modes);
+            if (!fields.isEmpty()) {
+                doc.put("fields", fields);
+            }
             if (ops.values().stream().anyMatch(count -> count != s.size())) {
                 doc.put("ops", ops);
             }

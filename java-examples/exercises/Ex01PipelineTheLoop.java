@@ -14,7 +14,7 @@
 // then it times its own one-INCR-at-a-time loop against yours (1 warm-up, 3 runs each,
 // medians) and wants yours at least 3x faster.
 //
-//   jbang ex01 [host] [port]     (defaults 127.0.0.1 16379; needs a Redis with no keys but the lab's)
+//   jbang ex01 [host] [port]     (defaults: 127.0.0.1 and the lab's port; needs a Redis with no keys but the lab's)
 //
 // Exit code 0 when solved, 1 while not (with a sentence saying why), 2 when Redis cannot be
 // used. A solution: java-examples/solutions/Ex01PipelineTheLoop.java (jbang ex01-solution).

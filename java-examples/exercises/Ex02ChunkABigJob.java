@@ -15,7 +15,7 @@
 // every key must hold the value, the count must be ceil(20,000 / depth), and depth 100 must
 // move at least 3x the SETs per second of depth 1.
 //
-//   jbang ex02 [host] [port]     (defaults 127.0.0.1 16379; needs a Redis with no keys but the lab's)
+//   jbang ex02 [host] [port]     (defaults: 127.0.0.1 and the lab's port; needs a Redis with no keys but the lab's)
 //
 // Exit code 0 when solved, 1 while not (with a sentence saying why), 2 when Redis cannot be
 // used. A solution: java-examples/solutions/Ex02ChunkABigJob.java (jbang ex02-solution).

@@ -16,7 +16,7 @@
 // must still be empty and no future done; after its flushCommands() every future must hold 1
 // and the set 10,000 members. It reports the time from the flush to the last reply.
 //
-//   jbang ex03 [host] [port]     (defaults 127.0.0.1 16379; needs a Redis with no keys but the lab's)
+//   jbang ex03 [host] [port]     (defaults: 127.0.0.1 and the lab's port; needs a Redis with no keys but the lab's)
 //
 // Exit code 0 when solved, 1 while not (with a sentence saying why), 2 when Redis cannot be
 // used. A solution: java-examples/solutions/Ex03FlushOnce.java (jbang ex03-solution).

@@ -15,7 +15,7 @@
 // 100 items, newest first; INFO commandstats must show no LREM and at least one LTRIM. It
 // prints the server's microseconds per LTRIM call.
 //
-//   jbang ex04 [host] [port]     (defaults 127.0.0.1 16379; needs a Redis with no keys but the lab's)
+//   jbang ex04 [host] [port]     (defaults: 127.0.0.1 and the lab's port; needs a Redis with no keys but the lab's)
 //
 // Exit code 0 when solved, 1 while not (with a sentence saying why), 2 when Redis cannot be
 // used. A solution: java-examples/solutions/Ex04KeepLatest.java (jbang ex04-solution).

@@ -16,7 +16,7 @@
 // the slots (0-5460, 5461-10922, 10923-16383, one master each in a cluster of three) gets
 // 20-47% of the users. Then it writes 50 users with one MSET each and reads them back.
 //
-//   jbang ex05 [host] [port]     (defaults 127.0.0.1 16379; needs a Redis with no keys but the lab's)
+//   jbang ex05 [host] [port]     (defaults: 127.0.0.1 and the lab's port; needs a Redis with no keys but the lab's)
 //
 // Exit code 0 when solved, 1 while not (with a sentence saying why), 2 when Redis cannot be
 // used. A solution: java-examples/solutions/Ex05OneSlotPerUser.java (jbang ex05-solution).

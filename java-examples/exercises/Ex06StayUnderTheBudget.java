@@ -16,7 +16,7 @@
 // the GETs of every sync(), and checks each value, one GET per key, no sync() over the 256 KiB
 // budget, and at most twice the pipelines that filling each up to the budget takes.
 //
-//   jbang ex06 [host] [port]     (defaults 127.0.0.1 16379; needs a Redis with no keys but the lab's)
+//   jbang ex06 [host] [port]     (defaults: 127.0.0.1 and the lab's port; needs a Redis with no keys but the lab's)
 //
 // Exit code 0 when solved, 1 while not (with a sentence saying why), 2 when Redis cannot be
 // used. A solution: java-examples/solutions/Ex06StayUnderTheBudget.java (jbang ex06-solution).

@@ -18,7 +18,7 @@
 // the accounts is what went in, that every balance is what the transfers that returned true make
 // it, that no payable transfer was refused, and that each EXEC ran under a WATCH on both accounts.
 //
-//   jbang ex07 [host] [port]     (defaults 127.0.0.1 16379; needs a Redis with no keys but the lab's)
+//   jbang ex07 [host] [port]     (defaults: 127.0.0.1 and the lab's port; needs a Redis with no keys but the lab's)
 //
 // Exit code 0 when solved, 1 while not (with a sentence saying why), 2 when Redis cannot be
 // used. A solution: java-examples/solutions/Ex07MoveMoney.java (jbang ex07-solution).

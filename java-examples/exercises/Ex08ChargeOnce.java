@@ -21,7 +21,7 @@
 // again; with that first write dropped before it reaches the server. Each time it reads how far
 // the balance moved (200: the charge ran twice) and checks that charge returned normally.
 //
-//   jbang ex08 [host] [port]     (defaults 127.0.0.1 16379; needs a Redis with no keys but the lab's)
+//   jbang ex08 [host] [port]     (defaults: 127.0.0.1 and the lab's port; needs a Redis with no keys but the lab's)
 //
 // Exit code 0 when solved, 1 while not (with a sentence saying why), 2 when Redis cannot be
 // used. A solution: java-examples/solutions/Ex08ChargeOnce.java (jbang ex08-solution).

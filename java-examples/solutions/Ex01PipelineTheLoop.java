@@ -7,7 +7,7 @@
 
 // Solution of exercise 1, "Pipeline the loop" (the task: java-examples/exercises/Ex01PipelineTheLoop.java).
 //
-//   jbang ex01-solution [host] [port]     (defaults 127.0.0.1 16379)
+//   jbang ex01-solution [host] [port]     (defaults: 127.0.0.1 and the lab's port)
 
 import java.util.ArrayList;
 import java.util.List;

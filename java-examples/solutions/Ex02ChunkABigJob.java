@@ -7,7 +7,7 @@
 
 // Solution of exercise 2, "Chunk a big job" (the task: java-examples/exercises/Ex02ChunkABigJob.java).
 //
-//   jbang ex02-solution [host] [port]     (defaults 127.0.0.1 16379)
+//   jbang ex02-solution [host] [port]     (defaults: 127.0.0.1 and the lab's port)
 
 import java.util.List;
 

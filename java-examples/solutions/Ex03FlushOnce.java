@@ -8,7 +8,7 @@
 
 // Solution of exercise 3, "Flush once" (the task: java-examples/exercises/Ex03FlushOnce.java).
 //
-//   jbang ex03-solution [host] [port]     (defaults 127.0.0.1 16379)
+//   jbang ex03-solution [host] [port]     (defaults: 127.0.0.1 and the lab's port)
 
 import java.util.ArrayList;
 import java.util.List;

@@ -7,7 +7,7 @@
 
 // Solution of exercise 4, "Keep the latest 100, cheaply" (the task: java-examples/exercises/Ex04KeepLatest.java).
 //
-//   jbang ex04-solution [host] [port]     (defaults 127.0.0.1 16379)
+//   jbang ex04-solution [host] [port]     (defaults: 127.0.0.1 and the lab's port)
 
 import java.util.List;
 

@@ -7,7 +7,7 @@
 
 // Solution of exercise 5, "One slot per user" (the task: java-examples/exercises/Ex05OneSlotPerUser.java).
 //
-//   jbang ex05-solution [host] [port]     (defaults 127.0.0.1 16379)
+//   jbang ex05-solution [host] [port]     (defaults: 127.0.0.1 and the lab's port)
 
 public class Ex05OneSlotPerUser {
 

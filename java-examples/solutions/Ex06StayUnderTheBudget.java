@@ -7,7 +7,7 @@
 
 // Solution of exercise 6, "Stay under the reply budget" (the task: java-examples/exercises/Ex06StayUnderTheBudget.java).
 //
-//   jbang ex06-solution [host] [port]     (defaults 127.0.0.1 16379)
+//   jbang ex06-solution [host] [port]     (defaults: 127.0.0.1 and the lab's port)
 
 import java.util.ArrayList;
 import java.util.List;

@@ -7,7 +7,7 @@
 
 // Solution of exercise 7, "Move money without losing it" (the task: java-examples/exercises/Ex07MoveMoney.java).
 //
-//   jbang ex07-solution [host] [port]     (defaults 127.0.0.1 16379)
+//   jbang ex07-solution [host] [port]     (defaults: 127.0.0.1 and the lab's port)
 
 import java.util.List;
 

@@ -8,7 +8,7 @@
 
 // Solution of exercise 8, "Charge once" (the task: java-examples/exercises/Ex08ChargeOnce.java).
 //
-//   jbang ex08-solution [host] [port]     (defaults 127.0.0.1 16379)
+//   jbang ex08-solution [host] [port]     (defaults: 127.0.0.1 and the lab's port)
 
 import java.time.Duration;
 import java.util.List;

@@ -205,7 +205,7 @@ def measure_depth_python(lab, counters, r: redis.Redis, depths: list[int], n: in
 def measure_depth_java(lab, depths: list[int], n: int, repeat: int) -> dict:
     """Jedis's SET rate at each depth (ch02-depth, given the chapter's depths)."""
     java = lab.java("ch02-depth", n, repeat, 1, ",".join(map(str, depths))).measurements()
-    runs = {int(mode.split("_")[1]): m for mode, m in java.items()}
+    runs = {m.params["depth"]: m for m in java.values()}
     for depth, m in runs.items():
         m.label = f"Jedis depth {depth}"
     return dict(sorted(runs.items()))

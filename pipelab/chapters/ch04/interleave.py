@@ -1,0 +1,84 @@
+"""Section 2: a pipeline is not a transaction; another client's commands land between its commands."""
+from __future__ import annotations
+
+import statistics
+
+from ... import observe
+from ...results import md_table, quantity
+from .common import PREFIX
+from .instruments import Probe, foreign_entries_inside, push_in_pipeline
+
+
+def interleave_trials(lab, n: int, trials: int) -> dict:
+    """B's entries that landed inside A's pipeline of n RPUSH, per trial: {transaction: [count, ...]}."""
+    r = lab.client()
+    log = PREFIX + "log"
+    inside = {False: [], True: []}
+
+    def run(a):
+        for transaction in (False, True):
+            for _ in range(trials):
+                r.unlink(log)
+                with Probe(lab.endpoint, command=lambda c, i: c.rpush(log, f"B:{i}")):
+                    push_in_pipeline(a, log, n, transaction)
+                inside[transaction].append(foreign_entries_inside(r.lrange(log, 0, -1)))
+        r.unlink(log)
+
+    if lab.rtt_available:
+        # On loopback A's pipeline arrives almost at once; over a real network it takes a while.
+        # A bandwidth toxic makes A's bytes take about 100 ms, the way a slower link would.
+        with lab.faults() as faults:
+            a = faults.link.client()
+            a.ping()
+            faults.add(("a-link", "bandwidth", "upstream", {"rate": max(1, n * 48 // 1024 * 10)}))
+            run(a)
+            a.close()
+    else:
+        run(r)
+    r.close()
+    return inside
+
+
+def measure_transaction_cost(lab, n: int, repeat: int) -> tuple[list, dict, dict]:
+    """A's pipeline and A's MULTI/EXEC timed alone, B's worst wait (median of runs) behind each,
+    and what a 3-command transaction sent."""
+    r = lab.client()
+    log = PREFIX + "log"
+    reset = lambda: r.unlink(log)  # noqa: E731
+    runs, worst = [], {}
+    for transaction in (False, True):
+        label = "MULTI/EXEC" if transaction else "pipeline"
+        runs.append(lab.measure(f"{n:,} RPUSH, {label}", lambda: push_in_pipeline(r, log, n, transaction), ops=n,
+                                repeat=repeat, setup=reset, transaction=transaction))
+        waits = []
+        for _ in range(repeat):
+            reset()
+            with Probe(lab.endpoint) as probe:
+                push_in_pipeline(r, log, n, transaction)
+            waits.append(probe.worst_s)
+        worst[transaction] = statistics.median(waits)
+    reset()
+    with observe.wire(lab.endpoint) as tx_wire:
+        push_in_pipeline(r, log, 3, True)
+    reset()
+    r.close()
+    return runs, worst, tx_wire
+
+
+def interleave_table(inside: dict, runs: list, worst: dict, n: int) -> str:
+    return md_table(["mode", "trials with B inside A", "B entries inside A (per trial)", f"time for {n:,} RPUSH",
+                     "B's worst wait (median of runs)"],
+                    [[name, sum(1 for x in inside[tx] if x), inside[tx], m.spread(), f"{worst[tx] * 1e3:.2f} ms"]
+                     for name, tx, m in (("pipeline", False, runs[0]), ("MULTI/EXEC", True, runs[1]))])
+
+
+def interleave_summary(inside: dict, runs: list, worst: dict, n: int, trials: int) -> dict:
+    plain, multi = runs
+    return {"n": quantity(n, "count"), "trials": quantity(trials, "count"),
+            "pipeline_trials_interleaved": quantity(sum(1 for x in inside[False] if x), "count"),
+            "multi_trials_interleaved": quantity(sum(1 for x in inside[True] if x), "count"),
+            "pipeline_inside_max": quantity(max(inside[False]), "count"),
+            "multi_inside_max": quantity(max(inside[True]), "count"),
+            "pipeline_ms": quantity(plain.median * 1e3, "ms"), "multi_ms": quantity(multi.median * 1e3, "ms"),
+            "multi_cost": quantity(multi.median / plain.median, "x"),
+            "probe_pipeline_ms": quantity(worst[False] * 1e3, "ms"), "probe_multi_ms": quantity(worst[True] * 1e3, "ms")}

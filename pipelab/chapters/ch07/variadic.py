@@ -1,0 +1,189 @@
+"""Section 4: one command instead of many (MGET, MSET, variadic SADD and HSET against pipelines)."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import redis
+import redis.asyncio
+from matplotlib.figure import Figure
+
+from ... import observe, plots
+from ...params import Size
+from ...measure import Measurement, measure
+from ...results import md_table, quantity
+from ...server import Endpoint
+from ..ch01 import delete_keys
+from .common import PREFIX
+
+
+VARIADIC_SIZES = Size(full=[10, 100, 1_000, 10_000, 30_000], quick=[10, 1_000, 10_000])
+VARIADIC_REPEAT = Size(full=3, quick=2)
+VALUE = "v" * 100
+
+
+# --8<-- [start:variadic]
+def get_pipelined(r: redis.Redis, keys: list[str]) -> list:
+    pipe = r.pipeline(transaction=False)
+    for key in keys:
+        pipe.get(key)
+    return pipe.execute()  # n commands: n lookups, n replies, n command dispatches on the server
+
+
+def get_one_command(r: redis.Redis, keys: list[str]) -> list:
+    return r.mget(keys)  # one command: one dispatch, one reply array
+
+
+def set_pipelined(r: redis.Redis, keys: list[str]) -> None:
+    pipe = r.pipeline(transaction=False)
+    for key in keys:
+        pipe.set(key, VALUE)
+    pipe.execute()
+
+
+def set_one_command(r: redis.Redis, keys: list[str]) -> None:
+    r.mset(dict.fromkeys(keys, VALUE))
+
+
+def sadd_pipelined(r: redis.Redis, key: str, members: list[str]) -> None:
+    pipe = r.pipeline(transaction=False)
+    for member in members:
+        pipe.sadd(key, member)
+    pipe.execute()
+
+
+def sadd_one_command(r: redis.Redis, key: str, members: list[str]) -> None:
+    r.sadd(key, *members)  # SADD is variadic: every member in one command
+
+
+def hset_pipelined(r: redis.Redis, key: str, fields: list[str]) -> None:
+    pipe = r.pipeline(transaction=False)
+    for field in fields:
+        pipe.hset(key, field, VALUE)
+    pipe.execute()
+
+
+def hset_one_command(r: redis.Redis, key: str, fields: list[str]) -> None:
+    r.hset(key, mapping=dict.fromkeys(fields, VALUE))
+# --8<-- [end:variadic]
+
+
+# One table per shape, each workload to its function (a flat table lets the tests' tracer see the calls).
+PIPELINED = {"GET": get_pipelined, "SET": set_pipelined, "SADD": sadd_pipelined, "HSET": hset_pipelined}
+ONE_COMMAND = {"GET": get_one_command, "SET": set_one_command, "SADD": sadd_one_command, "HSET": hset_one_command}
+COUNTED = {"GET": ("get", "mget"), "SET": ("set", "mset"), "SADD": ("sadd",), "HSET": ("hset",)}  # commandstats
+VARIADIC = list(COUNTED)
+
+
+def measure_variadic(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[tuple[str, str, int], Measurement]:
+    """{(workload, "pipeline" | "one command", n): Measurement}, with the server's µs per key (INFO
+    commandstats: the commands' own execution) and the server's CPU per key (everything: reading,
+    parsing, dispatching, replying) as params. SADD and HSET start from an empty key each time."""
+    out = {}
+    counters, r = observe.Counters(endpoint), endpoint.client()
+    for n in sizes:
+        keys = [f"{PREFIX}var:{i}" for i in range(n)]
+        for start in range(0, n, 10_000):
+            set_one_command(r, keys[start:start + 10_000])  # GET reads these
+        members = [f"m{i}" for i in range(n)]
+        for workload in VARIADIC:
+            counted = COUNTED[workload]
+            for shape, fn in (("pipeline", PIPELINED[workload]), ("one command", ONE_COMMAND[workload])):
+                if workload in ("SADD", "HSET"):
+                    key = f"{PREFIX}var:{workload.lower()}"
+                    call, reset = (lambda fn=fn, key=key: fn(r, key, members)), (lambda key=key: r.unlink(key))
+                else:
+                    call, reset = (lambda fn=fn: fn(r, keys)), None
+                before = observe.command_stats(r)
+                with counters.measure() as delta:
+                    m = measure(f"{workload}, {shape}, {n:,} keys", call, ops=n, repeat=repeat, setup=reset)
+                after = observe.command_stats(r)
+                usec = sum(after.get(c, (0, 0))[1] - before.get(c, (0, 0))[1] for c in counted)
+                calls = n * (repeat + 1)  # the warm-up ran too
+                m.params.update(workload=workload, shape=shape, n=n, server_us_per_key=usec / calls,
+                                server_cpu_us_per_key=delta.server_cpu_s * 1e6 / calls)
+                out[(workload, shape, n)] = m
+        r.unlink(*[f"{PREFIX}var:sadd", f"{PREFIX}var:hset"])
+        delete_keys(r, keys)
+    counters.close()
+    r.close()
+    return out
+
+
+REPLY_KEYS = 100_000  # quick runs too: a smaller MGET is built and sent between two samples of CLIENT LIST
+REPLY_CLIENT = "pipelab-ch07-replies"
+
+
+def measure_reply_memory(endpoint: Endpoint, n: int) -> dict[str, int]:
+    """Peak CLIENT LIST tot-mem of n GETs of 100-byte values, as one MGET and as one pipeline."""
+    keys = [f"{PREFIX}reply:{i}" for i in range(n)]
+    peaks = {}
+    with endpoint.client() as r:
+        for start in range(0, n, 10_000):
+            set_one_command(r, keys[start:start + 10_000])
+        r.client_setname(REPLY_CLIENT)
+        for shape, fn in (("pipeline", get_pipelined), ("one command", get_one_command)):
+            best = 0
+            for _ in range(3):  # each sampled peak is a lower bound of the true one
+                with observe.reply_buffer_peak(endpoint, REPLY_CLIENT) as peak:
+                    fn(r, keys)
+                best = max(best, peak["tot_mem"])
+            peaks[shape] = best
+        delete_keys(r, keys)
+    return peaks
+
+
+def variadic_table(runs: dict, n: int) -> str:
+    rows = []
+    for workload in VARIADIC:
+        piped, single = runs[(workload, "pipeline", n)], runs[(workload, "one command", n)]
+        one = {"GET": "MGET", "SET": "MSET", "SADD": "SADD key m1 m2 …", "HSET": "HSET key f1 v1 …"}[workload]
+        rows.append([workload, one, f"{piped.per_op_us:.2f} µs", f"{single.per_op_us:.2f} µs",
+                     f"{piped.median / single.median:.1f}x",
+                     f"{piped.params['server_us_per_key']:.2f} / {single.params['server_us_per_key']:.2f} µs",
+                     f"{piped.params['server_cpu_us_per_key']:.2f} / {single.params['server_cpu_us_per_key']:.2f} µs"])
+    return md_table(["Workload", "One command", "Pipeline, per key", "One command, per key", "Pipeline ÷ one command",
+                     "commandstats per key, pipeline / one", "Server CPU per key, pipeline / one"], rows)
+
+
+@plots.draws("ch07/variadic")
+def variadic_plot(doc: dict) -> Figure:
+    runs = {(m.params["workload"], m.params["shape"], m.params["n"]): m for m in doc["measurements"]}
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for workload in VARIADIC:
+        sizes = sorted({n for w, _, n in runs if w == workload})
+        ratios = [runs[(workload, "pipeline", n)].median / runs[(workload, "one command", n)].median for n in sizes]
+        ax.plot(sizes, ratios, "o-", label=workload)
+    ax.axhline(1, color="grey", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("keys (log)")
+    ax.set_ylabel("pipeline time ÷ one-command time")
+    ax.set_title("A pipeline of single commands against one variadic command (redis-py)")
+    ax.legend()
+    return fig
+
+
+VARIADIC_ALT = ("Line chart: for GET, SET, SADD and HSET, the time of a pipeline of single commands divided by the "
+                "time of one variadic command, against the number of keys; above 1 the single command is faster")
+
+
+def variadic_summary(runs: dict, reply: dict[str, int], reply_keys: int) -> dict:
+    sizes = sorted({n for _, _, n in runs})
+    n = 10_000 if 10_000 in sizes else sizes[-1]
+    out = {"n": quantity(n, "count"), "biggest": quantity(sizes[-1], "count")}
+    for workload in VARIADIC:
+        piped, single = runs[(workload, "pipeline", n)], runs[(workload, "one command", n)]
+        tag = workload.lower()
+        out[f"{tag}_ratio"] = quantity(piped.median / single.median, "x")
+        out[f"{tag}_server_ratio"] = quantity(piped.params["server_us_per_key"] / single.params["server_us_per_key"], "x")
+        out[f"{tag}_cpu_ratio"] = quantity(piped.params["server_cpu_us_per_key"] / single.params["server_cpu_us_per_key"], "x")
+        for shape, m in (("pipeline", piped), ("single", single)):
+            for stat, param in (("cpu", "server_cpu_us_per_key"), ("stat", "server_us_per_key")):
+                out[f"{tag}_{shape}_{stat}_us"] = quantity(m.params[param], "us", f"{m.params[param]:.2f} µs")
+        out[f"{tag}_pipeline_us"] = quantity(piped.per_op_us, "us")
+        out[f"{tag}_single_us"] = quantity(single.per_op_us, "us")
+        out[f"{tag}_ratio_10"] = quantity(runs[(workload, "pipeline", sizes[0])].median
+                                          / runs[(workload, "one command", sizes[0])].median, "x")
+    out["reply_pipeline"] = quantity(reply["pipeline"], "bytes")
+    out["reply_mget"] = quantity(reply["one command"], "bytes")
+    out["reply_keys"] = quantity(reply_keys, "count")
+    out["reply_mget_vs_pipeline"] = quantity(reply["one command"] / max(reply["pipeline"], 1), "x")
+    return out
