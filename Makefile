@@ -1,6 +1,7 @@
 # The reader's commands. Everything they install or generate lands in build/ (git ignores it).
 #   make book   measure on a real Redis (chapters whose inputs changed), then build the site into build/site
-#   make test   the test suite (what CI runs)
+#   make test   lint, then the test suite (what CI runs)
+#   make check  the fast loop: lint and the unit tests, prose markers and claims on the committed reference (about a minute)
 #   make lab    JupyterLab on the notebooks, with Redis (and toxiproxy) running
 #   make serve  the site on http://127.0.0.1:8000
 #   make prefetch  fetch and compile everything the course needs (before a training day)
@@ -12,7 +13,7 @@ VENV := build/venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test lab serve site tools clean system-deps prefetch course lock reference
+.PHONY: book test check lint lab serve site tools clean system-deps prefetch course lock reference
 
 # Debian tools the chapters use when they can have them: redis-benchmark (redis-tools) is the
 # server's own ceiling, strace counts system calls, docker-compose v1 checks docker-compose.yml
@@ -53,8 +54,17 @@ book: $(STAMP) system-deps
 reference: $(STAMP) system-deps
 	$(BIN)/pipelab reference $(if $(FROM_RESULTS),--from-results)
 
-test: $(VENV)/.lab-installed system-deps  # the tests open `make lab`'s JupyterLab too
+test: lint $(VENV)/.lab-installed system-deps  # the tests open `make lab`'s JupyterLab too
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# ruff from the lock: the rules and the format in pyproject.toml.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# No server, JDK or notebook run: the tests marked unit (tests/conftest.py gives every test its marker).
+check: lint
+	$(BIN)/python -m pytest -m unit -q $(PYTEST_ARGS)
 
 $(VENV)/.lab-installed: $(STAMP)
 	$(UV_SYNC) --extra test --extra lab

@@ -5,6 +5,7 @@ with `redis-cli --cluster create`: the servers' wheels ship no redis-cli, and th
 path needs no answer to redis-cli's "type yes" prompt. The same ownership rules as for a single
 server hold on every master: refuse to run beside foreign keys, delete only 'pipelab:' keys.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,9 +21,19 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
 from .errors import LabError
+from .server import (
+    PREFIX,
+    Endpoint,
+    find_redis_server,
+    foreign_keys,
+    foreign_keys_allowed,
+    parse_url,
+    port_is_free,
+    start_process,
+    stop_process,
+    wait_for_redis,
+)
 from .settings import DEFAULT_CLUSTER_PORT
-from .server import (PREFIX, Endpoint, find_redis_server, foreign_keys, foreign_keys_allowed, parse_url,
-                     port_is_free, start_process, stop_process, wait_for_redis)
 
 SLOTS = 16384
 BUS_OFFSET = 10_000  # the cluster bus's default offset; Redis 6.2 cannot move it, so the lab keeps it
@@ -70,8 +81,11 @@ def cluster_nodes(client: redis.Redis) -> list[NodeInfo]:
                 continue
             first, _, last = item.partition("-")
             slots.update(range(int(first), int(last or first) + 1))
-        nodes.append(NodeInfo(parts[0], ip, int(rest.split("@")[0]), frozenset(parts[2].split(",")),
-                              frozenset(slots), int(parts[6])))
+        nodes.append(
+            NodeInfo(
+                parts[0], ip, int(rest.split("@")[0]), frozenset(parts[2].split(",")), frozenset(slots), int(parts[6])
+            )
+        )
     return nodes
 
 
@@ -96,8 +110,10 @@ def free_cluster_port(masters: int = 3, low: int = 10_000, high: int = 30_000) -
         base = random.randrange(low, high - masters)
         if all(port_is_free(p) and port_is_free(p + BUS_OFFSET) for p in range(base, base + masters)):
             return base
-    raise LabError(f"Found no {masters} free consecutive ports (with their bus ports) between {low} and {high}; "
-                   f"set {PORT_VAR} to a free base port.")
+    raise LabError(
+        f"Found no {masters} free consecutive ports (with their bus ports) between {low} and {high}; "
+        f"set {PORT_VAR} to a free base port."
+    )
 
 
 class Cluster:
@@ -144,13 +160,15 @@ class Cluster:
             raise LabError(f"No master serves slot {slot}; the cluster is not fully formed (CLUSTER NODES).")
         return owners[slot]
 
-    def begin_migration(self, slot: int, target: Endpoint | int) -> "SlotMigration":
+    def begin_migration(self, slot: int, target: Endpoint | int) -> SlotMigration:
         """Mark `slot` IMPORTING on the target and MIGRATING on its owner; keys move with .move_keys()."""
         if isinstance(target, int):
             target = self.nodes[target] if 0 <= target < len(self.nodes) else None
         if target not in self.nodes:
-            raise LabError(f"The target of a slot migration must be one of the cluster's masters "
-                           f"({self._ports()}), by index or Endpoint.")
+            raise LabError(
+                f"The target of a slot migration must be one of the cluster's masters "
+                f"({self._ports()}), by index or Endpoint."
+            )
         if not 0 <= slot < SLOTS:
             raise LabError(f"Slot {slot} does not exist; a Redis Cluster has slots 0 to {SLOTS - 1}.")
         return SlotMigration(self, slot, self.owner(slot), target).begin()
@@ -185,8 +203,10 @@ class Cluster:
             except (redis.ConnectionError, redis.TimeoutError, OSError) as err:
                 last = str(err)
             if time.monotonic() > deadline:
-                raise LabError(f"The cluster on {self._ports()} did not reach cluster_state:ok with one slot map "
-                               f"within {timeout:.0f} s ({last}).")
+                raise LabError(
+                    f"The cluster on {self._ports()} did not reach cluster_state:ok with one slot map "
+                    f"within {timeout:.0f} s ({last})."
+                )
             time.sleep(0.05)
 
     def _ports(self) -> str:
@@ -207,7 +227,7 @@ class Cluster:
                 keys = list(c.scan_iter(match=PREFIX + "*", count=1000))
                 for start in range(0, len(keys), 1000):
                     pipe = c.pipeline(transaction=False)
-                    for key in keys[start:start + 1000]:
+                    for key in keys[start : start + 1000]:
                         pipe.execute_command("ASKING")  # a key already moved into an IMPORTING slot needs it
                         pipe.unlink(key)
                     removed += sum(pipe.execute()[1::2])
@@ -238,7 +258,7 @@ class SlotMigration:
         ids = {endpoint: node_id for node_id, endpoint in cluster._ids().items()}
         self.source_id, self.target_id = ids[source], ids[target]
 
-    def begin(self) -> "SlotMigration":
+    def begin(self) -> SlotMigration:
         if self.source == self.target:
             return self
         with self.target.client() as t, self.source.client() as s:
@@ -257,8 +277,11 @@ class SlotMigration:
             target = next(n for n in cluster_nodes(s) if n.id == self.target_id)
             auth = []
             if self.cluster.password is not None:
-                auth = (["AUTH2", self.cluster.username, self.cluster.password] if self.cluster.username
-                        else ["AUTH", self.cluster.password])
+                auth = (
+                    ["AUTH2", self.cluster.username, self.cluster.password]
+                    if self.cluster.username
+                    else ["AUTH", self.cluster.password]
+                )
             moved = 0
             while count is None or moved < count:
                 want = batch if count is None else min(batch, count - moved)
@@ -283,24 +306,27 @@ class SlotMigration:
 class EmbeddedCluster(Cluster):
     """`masters` throw-away redis-server processes in cluster mode on loopback, no persistence, one temp dir."""
 
-    def __init__(self, masters: int = 3, base_port: int | None = None, binary: str | None = None,
-                 node_timeout_ms: int = 3000):
+    def __init__(
+        self, masters: int = 3, base_port: int | None = None, binary: str | None = None, node_timeout_ms: int = 3000
+    ):
         super().__init__()
         if masters < 3:
             raise LabError(f"A Redis Cluster needs at least 3 masters to form; asked for {masters}.")
         self.masters = masters
         self.base_port = base_port or int(os.environ.get(PORT_VAR) or DEFAULT_CLUSTER_PORT)
         if not 1024 <= self.base_port <= 65535 - BUS_OFFSET - masters + 1:
-            raise LabError(f"Cluster base port {self.base_port} is out of range: the {masters} ports and their "
-                           f"bus ports (+{BUS_OFFSET}) must lie within 1024-65535; set {PORT_VAR} to e.g. "
-                           f"{DEFAULT_CLUSTER_PORT}.")
+            raise LabError(
+                f"Cluster base port {self.base_port} is out of range: the {masters} ports and their "
+                f"bus ports (+{BUS_OFFSET}) must lie within 1024-65535; set {PORT_VAR} to e.g. "
+                f"{DEFAULT_CLUSTER_PORT}."
+            )
         self.binary = binary or find_redis_server()
         self.node_timeout_ms = node_timeout_ms
         self.procs: list[subprocess.Popen] = []
         self.dir: tempfile.TemporaryDirectory | None = None
         self.ports = list(range(self.base_port, self.base_port + masters))
 
-    def start(self) -> "EmbeddedCluster":
+    def start(self) -> EmbeddedCluster:
         self._check_ports()
         self.dir = tempfile.TemporaryDirectory(prefix="pipelab-cluster-")
         try:
@@ -311,8 +337,10 @@ class EmbeddedCluster(Cluster):
                 try:
                     wait_for_redis(endpoint, proc=proc).close()
                 except LabError:
-                    raise LabError(f"redis-server ({self.binary}) did not start on port {endpoint.port}: "
-                                   f"{self._last_log_line(endpoint.port)}.") from None
+                    raise LabError(
+                        f"redis-server ({self.binary}) did not start on port {endpoint.port}: "
+                        f"{self._last_log_line(endpoint.port)}."
+                    ) from None
             self._form()
             self.wait_agreed(timeout=20)  # about 2 s: a fresh master waits a fixed 2000 ms before it says ok
         except BaseException:
@@ -324,15 +352,36 @@ class EmbeddedCluster(Cluster):
         for port in self.ports:
             for p, what in ((port, ""), (port + BUS_OFFSET, f" (the cluster bus of port {port})")):
                 if not port_is_free(p):
-                    raise LabError(f"Port {p} on 127.0.0.1{what} is in use (another cluster lab?); stop what holds "
-                                   f"it, set {PORT_VAR} to a base port whose {self.masters} ports and their bus "
-                                   f"ports (+{BUS_OFFSET}) are free, or set {CLUSTER_VAR} to use a running cluster.")
+                    raise LabError(
+                        f"Port {p} on 127.0.0.1{what} is in use (another cluster lab?); stop what holds "
+                        f"it, set {PORT_VAR} to a base port whose {self.masters} ports and their bus "
+                        f"ports (+{BUS_OFFSET}) are free, or set {CLUSTER_VAR} to use a running cluster."
+                    )
 
     def _argv(self, port: int) -> list[str]:
-        return [self.binary, "--port", str(port), "--bind", "127.0.0.1", "--protected-mode", "yes",
-                "--save", "", "--appendonly", "no", "--dir", self.dir.name, "--daemonize", "no",
-                "--cluster-enabled", "yes", "--cluster-config-file", f"{self.dir.name}/nodes-{port}.conf",
-                "--cluster-node-timeout", str(self.node_timeout_ms)]
+        return [
+            self.binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--protected-mode",
+            "yes",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            self.dir.name,
+            "--daemonize",
+            "no",
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            f"{self.dir.name}/nodes-{port}.conf",
+            "--cluster-node-timeout",
+            str(self.node_timeout_ms),
+        ]
 
     def _form(self) -> None:
         clients = [n.client() for n in self.nodes]
@@ -346,7 +395,7 @@ class EmbeddedCluster(Cluster):
                 c.execute_command("CLUSTER", "SET-CONFIG-EPOCH", i + 1)
             # Every pair meets directly: leaving it to gossip costs 1-4 s more, at random.
             for i, c in enumerate(clients):
-                for endpoint in self.nodes[i + 1:]:
+                for endpoint in self.nodes[i + 1 :]:
                     c.execute_command("CLUSTER", "MEET", endpoint.host, endpoint.port)
         finally:
             for c in clients:
@@ -373,8 +422,11 @@ class EmbeddedCluster(Cluster):
             self.dir = None
 
     def describe(self) -> dict:
-        return {"cluster_url": self.nodes[0].url if self.nodes else None, "owned": True,
-                "nodes": [n.url for n in self.nodes]}
+        return {
+            "cluster_url": self.nodes[0].url if self.nodes else None,
+            "owned": True,
+            "nodes": [n.url for n in self.nodes],
+        }
 
 
 class AttachedCluster(Cluster):
@@ -386,22 +438,28 @@ class AttachedCluster(Cluster):
         try:
             self.seed = parse_url(self.url)
         except LabError:
-            raise LabError(f"{CLUSTER_VAR} must name one node, like redis://127.0.0.1:17000 "
-                           f"(optionally redis://:password@host:port); got {self.url!r}.") from None
+            raise LabError(
+                f"{CLUSTER_VAR} must name one node, like redis://127.0.0.1:17000 "
+                f"(optionally redis://:password@host:port); got {self.url!r}."
+            ) from None
         if self.seed.db != 0:
-            raise LabError(f"{CLUSTER_VAR} names database {self.seed.db}, but a Redis Cluster has only database 0; "
-                           "drop the /db part.")
+            raise LabError(
+                f"{CLUSTER_VAR} names database {self.seed.db}, but a Redis Cluster has only database 0; "
+                "drop the /db part."
+            )
         self.username, self.password = self.seed.username, self.seed.password
 
-    def start(self, allow_foreign: bool | None = None) -> "AttachedCluster":
+    def start(self, allow_foreign: bool | None = None) -> AttachedCluster:
         try:
             seed = wait_for_redis(self.seed, timeout=3)
         except LabError as err:  # same sentence as for REDIS_URL, naming the variable the reader set
             raise LabError(str(err).replace("REDIS_URL", CLUSTER_VAR)) from None
         with seed:
             if seed.info("cluster").get("cluster_enabled") != 1:
-                raise LabError(f"The Redis at {self.seed.host}:{self.seed.port} is not in cluster mode; set "
-                               f"{CLUSTER_VAR} to a cluster node (REDIS_URL is for a single server).")
+                raise LabError(
+                    f"The Redis at {self.seed.host}:{self.seed.port} is not in cluster mode; set "
+                    f"{CLUSTER_VAR} to a cluster node (REDIS_URL is for a single server)."
+                )
             deadline = time.monotonic() + 10  # `docker compose up -d` returns before cluster-init has run
             while not (slots := seed.execute_command("CLUSTER", "SLOTS")) and time.monotonic() < deadline:
                 time.sleep(0.2)
@@ -412,10 +470,12 @@ class AttachedCluster(Cluster):
         others = [] if allow_foreign else self.foreign_keys()
         if others:
             endpoint, key = others[0]
-            raise LabError(f"The cluster at {self.url} holds keys that are not the lab's (e.g. {key!r} on master "
-                           f"{endpoint.host}:{endpoint.port}); point {CLUSTER_VAR} at an empty cluster, or set "
-                           "PIPELAB_ALLOW_FOREIGN_KEYS=1 to write beside them (the lab never deletes keys outside "
-                           "its 'pipelab:' prefix).")
+            raise LabError(
+                f"The cluster at {self.url} holds keys that are not the lab's (e.g. {key!r} on master "
+                f"{endpoint.host}:{endpoint.port}); point {CLUSTER_VAR} at an empty cluster, or set "
+                "PIPELAB_ALLOW_FOREIGN_KEYS=1 to write beside them (the lab never deletes keys outside "
+                "its 'pipelab:' prefix)."
+            )
         return self
 
     def _masters(self, slots: list) -> list[Endpoint]:
@@ -427,8 +487,10 @@ class AttachedCluster(Cluster):
                 host = self.seed.host
             masters[node_id] = Endpoint(host, port, 0, self.password, self.username)
         if not masters:
-            raise LabError(f"The cluster at {self.url} serves no slots yet; form it first (e.g. "
-                           "`docker compose --profile cluster up -d` runs the one-shot cluster-init).")
+            raise LabError(
+                f"The cluster at {self.url} serves no slots yet; form it first (e.g. "
+                "`docker compose --profile cluster up -d` runs the one-shot cluster-init)."
+            )
         return sorted(masters.values(), key=lambda e: (e.host, e.port))
 
     def stop(self) -> None:

@@ -1,15 +1,17 @@
 """The environment a result was measured in, recorded beside every result."""
+
 from __future__ import annotations
 
 import hashlib
 import os
 import platform
 import sys
-from datetime import datetime, timezone
-from pathlib import Path
+from datetime import UTC, datetime
 from importlib import metadata
+from pathlib import Path
 
 import redis
+from redis.utils import HIREDIS_AVAILABLE
 
 from .paths import REPO
 
@@ -57,10 +59,9 @@ def interpreter() -> str:
 def capture(client: redis.Redis, **extra) -> dict:
     server = client.info("server")
     memory = client.info("memory")
-    from redis.utils import HIREDIS_AVAILABLE  # noqa: PLC0415
 
     env = {
-        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "server": server.get("server_name") or "redis",  # Valkey names itself; Redis does not
         "redis_version": server.get("valkey_version") or server.get("redis_version"),  # Valkey says 7.2.4 there
         "redis_mode": server.get("redis_mode"),

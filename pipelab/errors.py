@@ -1,4 +1,5 @@
 """One kind of error the reader sees: a sentence that says what to do, never a traceback."""
+
 from __future__ import annotations
 
 import functools

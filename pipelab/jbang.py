@@ -1,4 +1,5 @@
 """Running the JBang examples: find a JDK, find or fetch JBang, run an alias, read its JSON line."""
+
 from __future__ import annotations
 
 import hashlib
@@ -12,6 +13,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from . import results
 from .errors import LabError
 from .measure import Measurement, show_progress
@@ -20,12 +23,13 @@ from .server import PREFIX
 
 JBANG_VERSION = "0.132.1"
 JBANG_SHA1 = "719c67526660a0122a126c0c99207724564968db"  # of jbang-cli-0.132.1-all.jar on Maven Central
-JBANG_URL = (f"https://repo1.maven.org/maven2/dev/jbang/jbang-cli/{JBANG_VERSION}/"
-             f"jbang-cli-{JBANG_VERSION}-all.jar")
+JBANG_URL = f"https://repo1.maven.org/maven2/dev/jbang/jbang-cli/{JBANG_VERSION}/jbang-cli-{JBANG_VERSION}-all.jar"
 RESULT_MARK = "PIPELAB-RESULT "
 RUNS_LOG_VAR = "PIPELAB_JAVA_RUNS"  # files (os.pathsep between) each run_example appends its alias to
-NO_JDK = ("No JDK 17+ found: install one (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME; "
-          "the Java examples need java and javac.")
+NO_JDK = (
+    "No JDK 17+ found: install one (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME; "
+    "the Java examples need java and javac."
+)
 
 
 def java_home_bin(tool: str) -> str | None:
@@ -66,8 +70,9 @@ def jbang_jar() -> Path:
         with urllib.request.urlopen(JBANG_URL, timeout=120) as resp:
             data = resp.read()
     except OSError as err:
-        raise LabError(f"Could not fetch JBang from Maven Central ({err}); check the network, or install "
-                       "jbang and put it on PATH.") from None
+        raise LabError(
+            f"Could not fetch JBang from Maven Central ({err}); check the network, or install jbang and put it on PATH."
+        ) from None
     if hashlib.sha1(data).hexdigest() != JBANG_SHA1:
         raise LabError("The JBang jar fetched from Maven Central does not match its pinned checksum; try again.")
     tmp = jar.with_suffix(".part")
@@ -97,8 +102,13 @@ def jbang_argv(args: list[str]) -> list[str]:
 
 
 def _from_jar(args: list[str]) -> subprocess.CompletedProcess:
-    first = subprocess.run([require_jdk(), "-classpath", str(jbang_jar()), "dev.jbang.Main", *args], cwd=REPO,
-                           env=jbang_env(), capture_output=True, text=True)
+    first = subprocess.run(
+        [require_jdk(), "-classpath", str(jbang_jar()), "dev.jbang.Main", *args],
+        cwd=REPO,
+        env=jbang_env(),
+        capture_output=True,
+        text=True,
+    )
     if first.returncode not in (0, 255):
         raise LabError(f"jbang {' '.join(args)} failed: {_last_line(first.stderr or first.stdout)}")
     return first
@@ -107,8 +117,11 @@ def _from_jar(args: list[str]) -> subprocess.CompletedProcess:
 def jbang_output(args: list[str]) -> str:
     """What a jbang command that only reports prints, e.g. `info classpath ALIAS`."""
     on_path = shutil.which("jbang")
-    done = (subprocess.run([on_path, *args], cwd=REPO, env=jbang_env(), capture_output=True, text=True)
-            if on_path else _from_jar(args))
+    done = (
+        subprocess.run([on_path, *args], cwd=REPO, env=jbang_env(), capture_output=True, text=True)
+        if on_path
+        else _from_jar(args)
+    )
     if done.returncode != 0:
         raise LabError(f"jbang {' '.join(args)} failed: {_last_line(done.stderr or done.stdout)}")
     return done.stdout
@@ -166,10 +179,16 @@ class JavaRun:
         ops = self.data.get("ops", {})
         cpu = self.data.get("cpu_s", {})
         warmup = self.data.get("warmup_s", {})
-        return {mode: Measurement(mode, int(ops.get(mode, self.data["size"])), [float(s) for s in samples],
-                                  {"alias": self.alias, "client_cpu_s": cpu.get(mode), **self.fields.get(mode, {})},
-                                  list(warmup.get(mode, [])))
-                for mode, samples in self.data["modes"].items()}
+        return {
+            mode: Measurement(
+                mode,
+                int(ops.get(mode, self.data["size"])),
+                [float(s) for s in samples],
+                {"alias": self.alias, "client_cpu_s": cpu.get(mode), **self.fields.get(mode, {})},
+                list(warmup.get(mode, [])),
+            )
+            for mode, samples in self.data["modes"].items()
+        }
 
 
 def fact(run: JavaRun | None, name: str, unit: str = "count") -> dict:
@@ -182,7 +201,7 @@ def parse_result(stdout: str) -> dict:
     lines = [line for line in stdout.splitlines() if line.startswith(RESULT_MARK)]
     if len(lines) != 1:
         raise LabError(f"A Java example printed {len(lines)} result lines instead of one; run it by hand to see why.")
-    return json.loads(lines[0][len(RESULT_MARK):])
+    return json.loads(lines[0][len(RESULT_MARK) :])
 
 
 def run_example(alias: str, host: str, port: int, *args) -> JavaRun:
@@ -198,11 +217,8 @@ def run_example(alias: str, host: str, port: int, *args) -> JavaRun:
     lines: list[str] = []
     bar = None
     if show_progress():
-        from tqdm.auto import tqdm  # noqa: PLC0415
-
         bar = tqdm(desc=f"jbang {alias}", unit=" lines", leave=False)
-    proc = subprocess.Popen(argv, cwd=REPO, env=jbang_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(argv, cwd=REPO, env=jbang_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stderr is not None
     # stderr is drained beside stdout: an example that logs a lot would otherwise fill the pipe and stall.
     err_chunks: list[str] = []

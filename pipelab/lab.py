@@ -3,6 +3,7 @@
 `make book` and `make lab` start one Session and hand it to every notebook kernel through the
 PIPELAB_SESSION variable; a notebook opened on its own starts (and later stops) its own.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -23,8 +24,15 @@ from .measure import Measurement, measure
 from .params import Size
 from .paths import env_flag, results_dir
 from .proxy import TOXIPROXY_VERSION, Toxiproxy, ToxiproxyUnavailable
-from .server import (EmbeddedRedis, Endpoint, check_ownership, delete_lab_keys, foreign_keys_allowed,
-                     parse_url, wait_for_redis)
+from .server import (
+    EmbeddedRedis,
+    Endpoint,
+    check_ownership,
+    delete_lab_keys,
+    foreign_keys_allowed,
+    parse_url,
+    wait_for_redis,
+)
 
 SESSION_VAR = "PIPELAB_SESSION"
 
@@ -42,7 +50,7 @@ class Session:
         self.proxy_note = "toxiproxy not requested"
         self.owned = False
 
-    def start(self) -> "Session":
+    def start(self) -> Session:
         try:
             self._start_redis()
             if self.with_proxy:
@@ -98,20 +106,25 @@ class Session:
             return "binary sha256 " + hashlib.sha256(Path(self.redis.binary).read_bytes()).hexdigest()
         with self.endpoint.client() as client:
             info = client.info("server")
-        return (f"{self.endpoint.host}:{self.endpoint.port} {info.get('server_name', 'redis')} "
-                f"{info.get('valkey_version') or info.get('redis_version')} {info.get('redis_build_id', '')}")
+        return (
+            f"{self.endpoint.host}:{self.endpoint.port} {info.get('server_name', 'redis')} "
+            f"{info.get('valkey_version') or info.get('redis_version')} {info.get('redis_build_id', '')}"
+        )
 
     def describe(self) -> dict:
-        return {"redis_url": self.endpoint.url, "owned": self.owned,
-                "toxiproxy_api": self.toxiproxy.api_url if self.toxiproxy else None,
-                "proxy_url": self.proxy_endpoint.url if self.proxy_endpoint else None,
-                "proxy_note": self.proxy_note}
+        return {
+            "redis_url": self.endpoint.url,
+            "owned": self.owned,
+            "toxiproxy_api": self.toxiproxy.api_url if self.toxiproxy else None,
+            "proxy_url": self.proxy_endpoint.url if self.proxy_endpoint else None,
+            "proxy_note": self.proxy_note,
+        }
 
     def env(self) -> dict:
         """Variables that let a child process (a notebook kernel) attach to this session."""
         return {SESSION_VAR: json.dumps(self.describe())}
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -230,16 +243,32 @@ class Lab:
 
     def environment(self, **extra) -> dict:
         with self.client() as client:
-            return envinfo.capture(client, toxiproxy=self.proxy_note, java_clients=dict(self._java_clients),
-                                   quick_mode=self.quick, **extra)
+            return envinfo.capture(
+                client, toxiproxy=self.proxy_note, java_clients=dict(self._java_clients), quick_mode=self.quick, **extra
+            )
 
-    def save(self, name: str, measurements: list[Measurement] = (), *, summary: dict | None = None,
-             params: dict | None = None, notes: list[str] | None = None, alt: str | None = None,
-             **env_extra) -> str:
+    def save(
+        self,
+        name: str,
+        measurements: list[Measurement] = (),
+        *,
+        summary: dict | None = None,
+        params: dict | None = None,
+        notes: list[str] | None = None,
+        alt: str | None = None,
+        **env_extra,
+    ) -> str:
         """Write results/<name>.json with the environment; the plot registered for `name` (plots.draws),
         drawn from the file just written, goes beside it as <name>.png and stays open for the notebook."""
-        path = results.save(name, environment=self.environment(**env_extra), measurements=list(measurements),
-                            params=params, summary=summary, notes=notes, plot_alt=alt)
+        path = results.save(
+            name,
+            environment=self.environment(**env_extra),
+            measurements=list(measurements),
+            params=params,
+            summary=summary,
+            notes=notes,
+            plot_alt=alt,
+        )
         # From the file, not the objects in hand: what the site and the reference draw, exactly.
         plots.save(name, results.load(name), results_dir() / f"{name}.png")
         return str(path)

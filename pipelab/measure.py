@@ -1,11 +1,14 @@
 """Timing done one way everywhere: warm up, repeat, keep every sample, report median and spread."""
+
 from __future__ import annotations
 
 import os
 import statistics
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+
+from tqdm.auto import tqdm
 
 
 @dataclass
@@ -43,14 +46,27 @@ class Measurement:
         return f"{self.label}: {self.spread()}, {self.ops_per_s:,.0f} ops/s"
 
     def to_dict(self) -> dict:
-        return {"label": self.label, "ops": self.ops, "samples_s": self.samples, "params": self.params,
-                "median_s": self.median, "min_s": self.min, "max_s": self.max, "ops_per_s": self.ops_per_s,
-                "warmup_s": self.warmup}
+        return {
+            "label": self.label,
+            "ops": self.ops,
+            "samples_s": self.samples,
+            "params": self.params,
+            "median_s": self.median,
+            "min_s": self.min,
+            "max_s": self.max,
+            "ops_per_s": self.ops_per_s,
+            "warmup_s": self.warmup,
+        }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Measurement":
-        return cls(data["label"], data["ops"], list(data["samples_s"]), dict(data.get("params", {})),
-                   list(data.get("warmup_s", [])))
+    def from_dict(cls, data: dict) -> Measurement:
+        return cls(
+            data["label"],
+            data["ops"],
+            list(data["samples_s"]),
+            dict(data.get("params", {})),
+            list(data.get("warmup_s", [])),
+        )
 
 
 def _seconds(value: float) -> str:
@@ -69,14 +85,21 @@ def show_progress() -> bool:
 def progress(iterable: Iterable, desc: str, total: int | None = None):
     if not show_progress():
         return iterable
-    from tqdm.auto import tqdm  # noqa: PLC0415  (only when a bar is wanted)
 
     return tqdm(iterable, desc=desc, total=total, leave=False)
 
 
 # --8<-- [start:measure]
-def measure(label: str, run: Callable[[], object], *, ops: int, repeat: int = 5, warmup: int = 1,
-            setup: Callable[[], object] | None = None, **params) -> Measurement:
+def measure(
+    label: str,
+    run: Callable[[], object],
+    *,
+    ops: int,
+    repeat: int = 5,
+    warmup: int = 1,
+    setup: Callable[[], object] | None = None,
+    **params,
+) -> Measurement:
     """Time `run` `repeat` times after `warmup` calls whose times are kept apart (never in the median);
     `setup` runs before each call, untimed."""
     result = Measurement(label, ops, params=params)
@@ -88,4 +111,6 @@ def measure(label: str, run: Callable[[], object], *, ops: int, repeat: int = 5,
         elapsed = time.perf_counter() - start
         (result.samples if i >= warmup else result.warmup).append(elapsed)
     return result
+
+
 # --8<-- [end:measure]

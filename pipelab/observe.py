@@ -1,5 +1,6 @@
 """Looking at the server and the processes while a benchmark runs: counters, CPU, context switches,
 system calls (strace), the reply buffer, and redis-benchmark as the server's own ceiling."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,13 @@ import redis
 
 from .server import Endpoint
 
-COUNTERS = ("total_commands_processed", "total_reads_processed", "total_writes_processed",
-            "used_cpu_user", "used_cpu_sys")
+COUNTERS = (
+    "total_commands_processed",
+    "total_reads_processed",
+    "total_writes_processed",
+    "used_cpu_user",
+    "used_cpu_sys",
+)
 
 
 def server_counters(client: redis.Redis) -> dict:
@@ -75,6 +81,7 @@ class Counters:
 
 # --- processes ------------------------------------------------------------------------------
 
+
 def local_server_pid(client: redis.Redis) -> int | None:
     """The server's pid if it runs on this machine (not in a container or elsewhere)."""
     pid = client.info("server").get("process_id")
@@ -97,6 +104,7 @@ def context_switches(pid: int | str = "self") -> dict:
 
 
 # --- strace ---------------------------------------------------------------------------------
+
 
 class StraceUnavailable(Exception):
     pass
@@ -121,15 +129,18 @@ def strace_count(pid: int, *, all_threads: bool = True, only: str | None = None)
     (a notebook kernel's other threads talk to Jupyter, not to Redis); `only` is strace's -e trace=."""
     if not shutil.which("strace"):
         raise StraceUnavailable("strace is not installed (apt-get install strace)")
-    argv = ["strace", "-c", "-p", str(pid)] + (["-f"] if all_threads else []) + (["-e", f"trace={only}"] if only else [])
+    argv = (
+        ["strace", "-c", "-p", str(pid)] + (["-f"] if all_threads else []) + (["-e", f"trace={only}"] if only else [])
+    )
     with tempfile.NamedTemporaryFile("r", suffix=".strace") as out:
-        proc = subprocess.Popen(argv + ["-o", out.name],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(argv + ["-o", out.name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(0.3)  # let strace attach before the work starts
         if proc.poll() is not None:
             reason = (proc.stderr.read() or "").strip().splitlines()
-            raise StraceUnavailable(f"strace cannot attach to pid {pid}: {reason[-1] if reason else 'no reason given'}"
-                                    " (ptrace not permitted here)")
+            raise StraceUnavailable(
+                f"strace cannot attach to pid {pid}: {reason[-1] if reason else 'no reason given'}"
+                " (ptrace not permitted here)"
+            )
         result: dict[str, int] = {}
         try:
             yield result
@@ -140,6 +151,7 @@ def strace_count(pid: int, *, all_threads: bool = True, only: str | None = None)
 
 
 # --- the reply buffer -----------------------------------------------------------------------
+
 
 @contextmanager
 def reply_buffer_peak(endpoint: Endpoint, client_name: str, every_s: float = 0.002):
@@ -171,6 +183,7 @@ def reply_buffer_peak(endpoint: Endpoint, client_name: str, every_s: float = 0.0
 
 # --- redis-benchmark ------------------------------------------------------------------------
 
+
 class BenchmarkUnavailable(Exception):
     pass
 
@@ -182,22 +195,48 @@ class BenchmarkRun:
     cpu_s: float  # the load generator's own CPU time (user + system)
 
 
-def run_benchmark(endpoint: Endpoint, *command: str, depth: int, requests: int, clients: int = 1,
-                  keyspace: int | None = None, cpus: set[int] | None = None) -> BenchmarkRun:
+def run_benchmark(
+    endpoint: Endpoint,
+    *command: str,
+    depth: int,
+    requests: int,
+    clients: int = 1,
+    keyspace: int | None = None,
+    cpus: set[int] | None = None,
+) -> BenchmarkRun:
     """One redis-benchmark run of `command` at pipeline depth `depth` from `clients` connections,
     optionally pinned to `cpus`; `keyspace` replaces each __rand_int__ in the command by a random
     number below it."""
     tool = shutil.which("redis-benchmark")
     if not tool:
         raise BenchmarkUnavailable("redis-benchmark is not installed (Debian: apt-get install redis-tools)")
-    argv = [tool, "-h", endpoint.host, "-p", str(endpoint.port), "-c", str(clients), "-n", str(requests),
-            "-P", str(depth), "--csv", *(["-r", str(keyspace)] if keyspace else []), *command]
+    argv = [
+        tool,
+        "-h",
+        endpoint.host,
+        "-p",
+        str(endpoint.port),
+        "-c",
+        str(clients),
+        "-n",
+        str(requests),
+        "-P",
+        str(depth),
+        "--csv",
+        *(["-r", str(keyspace)] if keyspace else []),
+        *command,
+    ]
     if endpoint.password:
         argv[1:1] = ["-a", endpoint.password]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600,
-                          preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
+    done = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     rows = [line for line in done.stdout.splitlines() if line.startswith('"') and not line.startswith('"test"')]
@@ -214,10 +253,13 @@ def redis_benchmark(endpoint: Endpoint, *command: str, depth: int, requests: int
 
 # --- what went over the wire ----------------------------------------------------------------
 
+
 def command_stats(client: redis.Redis) -> dict[str, tuple[int, float]]:
     """(calls, total microseconds) per command name since the server started, from INFO commandstats."""
-    return {name.removeprefix("cmdstat_"): (int(stats["calls"]), float(stats["usec"]))
-            for name, stats in client.info("commandstats").items()}
+    return {
+        name.removeprefix("cmdstat_"): (int(stats["calls"]), float(stats["usec"]))
+        for name, stats in client.info("commandstats").items()
+    }
 
 
 def command_calls(client: redis.Redis) -> dict[str, int]:
@@ -236,5 +278,10 @@ def wire(endpoint: Endpoint):
     finally:
         after = command_calls(reader)
         reader.close()
-        calls.update({name: n - before.get(name, 0) for name, n in after.items()
-                      if n - before.get(name, 0) > 0 and name != "info"})
+        calls.update(
+            {
+                name: n - before.get(name, 0)
+                for name, n in after.items()
+                if n - before.get(name, 0) > 0 and name != "info"
+            }
+        )

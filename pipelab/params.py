@@ -1,4 +1,5 @@
 """A chapter's parameters: each declared once, in its chapter module, with its full and quick value."""
+
 from __future__ import annotations
 
 from typing import NamedTuple

@@ -1,5 +1,6 @@
 """Where things live. Everything generated goes below build/ (or $PIPELAB_BUILD); the committed
 reference run lives in pipelab/reference_run/ (or $PIPELAB_REFERENCE)."""
+
 from __future__ import annotations
 
 import os

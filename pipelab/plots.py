@@ -1,21 +1,34 @@
 """One plot style for the book: readable axes, a grid, the same colours for the same modes; and the
 plots themselves, each registered under its results name and drawn from the saved results alone."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import matplotlib
+from matplotlib.ticker import FuncFormatter
 
 COLORS = {"one by one": "#c0392b", "pipelined": "#2471a3", "bound": "#7f8c8d", "other": "#27ae60"}
 
 
 def style() -> None:
-    matplotlib.rcParams.update({
-        "figure.figsize": (8, 4.5), "figure.dpi": 110, "savefig.dpi": 130, "savefig.bbox": "tight",
-        "font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "axes.grid": True,
-        "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False,
-    })
+    matplotlib.rcParams.update(
+        {
+            "figure.figsize": (8, 4.5),
+            "figure.dpi": 110,
+            "savefig.dpi": 130,
+            "savefig.bbox": "tight",
+            "font.size": 11,
+            "axes.titlesize": 12,
+            "axes.labelsize": 11,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "legend.frameon": False,
+        }
+    )
 
 
 # results name -> the function that draws its plot from the results document (results.load's dict).
@@ -25,9 +38,11 @@ _PLOTS: dict[str, Callable] = {}
 def draws(name: str):
     """Register the decorated function as the plot of results `name` ("ch01/ping-10k"). It takes the
     saved document only, so the notebook, the site and the reference run all draw the same plot."""
+
     def register(plot: Callable) -> Callable:
         _PLOTS[name] = plot
         return plot
+
     return register
 
 
@@ -59,13 +74,19 @@ def bars_with_spread(ax, measurements, *, unit: float = 1.0, ylabel: str = "seco
     ax.bar(labels, med, yerr=[low, high], capsize=4, color=colors or [COLORS["pipelined"]] * len(labels))
     ax.set_ylabel(ylabel)
     for i, value in enumerate(med):
-        ax.annotate(f"{value:,.0f}" if value >= 100 else f"{value:.3g}", (i, value), ha="center", va="bottom", xytext=(0, 3),
-                    textcoords="offset points", fontsize=9)
+        ax.annotate(
+            f"{value:,.0f}" if value >= 100 else f"{value:.3g}",
+            (i, value),
+            ha="center",
+            va="bottom",
+            xytext=(0, 3),
+            textcoords="offset points",
+            fontsize=9,
+        )
 
 
 def depth_axis(ax) -> None:
     """A log2 x axis for pipeline depths, labelled 1, 4, 16 ... rather than 2^n."""
-    from matplotlib.ticker import FuncFormatter  # noqa: PLC0415
 
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))

@@ -1,4 +1,5 @@
 """Injected round-trip time: toxiproxy in front of Redis with latency toxics on both directions."""
+
 from __future__ import annotations
 
 import json
@@ -36,16 +37,23 @@ def toxic_plan(rtt_ms: float) -> list[dict]:
     if rtt_ms == 0:
         return []
     if rtt_ms == 0.5:
-        return [{"name": "rtt-upstream", "type": "latency", "stream": "upstream",
-                 "attributes": {"latency": 1, "jitter": 1}}]
+        return [
+            {"name": "rtt-upstream", "type": "latency", "stream": "upstream", "attributes": {"latency": 1, "jitter": 1}}
+        ]
     if rtt_ms != int(rtt_ms):
         raise LabError(f"Toxiproxy adds latency in whole milliseconds; use 0.5 or a whole number of ms, not {rtt_ms}.")
     total = int(rtt_ms)
     plan = []
     for stream, share in (("upstream", (total + 1) // 2), ("downstream", total // 2)):
         if share:
-            plan.append({"name": f"rtt-{stream}", "type": "latency", "stream": stream,
-                         "attributes": {"latency": share, "jitter": 0}})
+            plan.append(
+                {
+                    "name": f"rtt-{stream}",
+                    "type": "latency",
+                    "stream": stream,
+                    "attributes": {"latency": share, "jitter": 0},
+                }
+            )
     return plan
 
 
@@ -65,17 +73,22 @@ def find_toxiproxy(build: bool = True) -> str:
         return str(built)
     go = shutil.which("go")
     if not build or not go:
-        raise ToxiproxyUnavailable("No toxiproxy: install Go (the lab builds toxiproxy from the Go module proxy), "
-                                   "put toxiproxy-server on PATH, or use docker compose (see README).")
+        raise ToxiproxyUnavailable(
+            "No toxiproxy: install Go (the lab builds toxiproxy from the Go module proxy), "
+            "put toxiproxy-server on PATH, or use docker compose (see README)."
+        )
     target_dir.mkdir(parents=True, exist_ok=True)
     print(f"pipelab: building toxiproxy {TOXIPROXY_VERSION} with go install (once) ...", flush=True)
     env = dict(os.environ, GOBIN=str(target_dir), GOFLAGS="-modcacherw")
-    done = subprocess.run([go, "install", f"{TOXIPROXY_MODULE}@{TOXIPROXY_VERSION}"], env=env,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [go, "install", f"{TOXIPROXY_MODULE}@{TOXIPROXY_VERSION}"], env=env, capture_output=True, text=True
+    )
     if done.returncode != 0 or not built.exists():
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise ToxiproxyUnavailable(f"Building toxiproxy with Go failed ({tail[0]}); check that the Go module "
-                                   "proxy is reachable, or put toxiproxy-server on PATH.")
+        raise ToxiproxyUnavailable(
+            f"Building toxiproxy with Go failed ({tail[0]}); check that the Go module "
+            "proxy is reachable, or put toxiproxy-server on PATH."
+        )
     return str(built)
 
 
@@ -88,7 +101,7 @@ class Toxiproxy:
         self._workdir = workdir
 
     @classmethod
-    def start(cls, binary: str | None = None) -> "Toxiproxy":
+    def start(cls, binary: str | None = None) -> Toxiproxy:
         binary = binary or find_toxiproxy()
         port = free_port()
         workdir = tempfile.TemporaryDirectory(prefix="pipelab-toxiproxy-")
@@ -111,13 +124,15 @@ class Toxiproxy:
                 return
             except (urllib.error.URLError, OSError):
                 time.sleep(0.05)
-        raise ToxiproxyUnavailable(f"Toxiproxy at {self.api_url} does not answer; start it (docker compose up) "
-                                   "or unset TOXIPROXY_URL.")
+        raise ToxiproxyUnavailable(
+            f"Toxiproxy at {self.api_url} does not answer; start it (docker compose up) or unset TOXIPROXY_URL."
+        )
 
     def _call(self, method: str, path: str, body: dict | None = None):
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.api_url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.api_url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(req, timeout=10) as resp:
             raw = resp.read()
         return json.loads(raw) if raw else None
@@ -135,14 +150,19 @@ class Toxiproxy:
         """Where clients connect to reach `upstream` through the proxy (created when the lab owns toxiproxy)."""
         if self.proc is not None:
             listen = f"127.0.0.1:{free_port()}"
-            self._call("POST", "/proxies", {"name": PROXY_NAME, "listen": listen,
-                                            "upstream": f"{upstream.host}:{upstream.port}", "enabled": True})
+            self._call(
+                "POST",
+                "/proxies",
+                {"name": PROXY_NAME, "listen": listen, "upstream": f"{upstream.host}:{upstream.port}", "enabled": True},
+            )
         else:
             try:
                 listen = self._call("GET", f"/proxies/{PROXY_NAME}")["listen"]
             except urllib.error.HTTPError:
-                raise ToxiproxyUnavailable(f"Toxiproxy at {self.api_url} has no proxy named {PROXY_NAME!r}; "
-                                           "start it with this repository's docker-compose.yml.") from None
+                raise ToxiproxyUnavailable(
+                    f"Toxiproxy at {self.api_url} has no proxy named {PROXY_NAME!r}; "
+                    "start it with this repository's docker-compose.yml."
+                ) from None
         port = int(listen.rsplit(":", 1)[1])
         return Endpoint("127.0.0.1", port, upstream.db, upstream.password, upstream.username)
 
@@ -155,8 +175,11 @@ class Toxiproxy:
 
     def add_toxic(self, name: str, kind: str, stream: str, **attributes) -> None:
         """One toxic on the lab's proxy, e.g. add_toxic("cut", "reset_peer", "upstream", timeout=100)."""
-        self._call("POST", f"/proxies/{PROXY_NAME}/toxics",
-                   {"name": name, "type": kind, "stream": stream, "toxicity": 1.0, "attributes": attributes})
+        self._call(
+            "POST",
+            f"/proxies/{PROXY_NAME}/toxics",
+            {"name": name, "type": kind, "stream": stream, "toxicity": 1.0, "attributes": attributes},
+        )
 
     def remove_toxic(self, name: str) -> None:
         try:

@@ -1,4 +1,5 @@
 """RESP by hand: what a client library writes and reads, with nothing but a socket."""
+
 from __future__ import annotations
 
 import socket

@@ -1,4 +1,5 @@
 """Results files: one JSON per experiment under build/results/<chapter>/<name>.json."""
+
 from __future__ import annotations
 
 import json
@@ -56,7 +57,9 @@ class MarkdownText(str):
 def md_table(header: list[str], rows: list[list]) -> MarkdownText:
     """A Markdown table of measured rows, for a notebook or a site page."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]  # "|" in a text stays in its cell
+    lines += [
+        "| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows
+    ]  # "|" in a text stays in its cell
     return MarkdownText("\n".join(lines))
 
 
@@ -64,14 +67,29 @@ def path_for(name: str, base: Path | None = None) -> Path:
     return (base or results_dir()) / f"{name}.json"
 
 
-def save(name: str, *, environment: dict, measurements: list[Measurement] = (), params: dict | None = None,
-         summary: dict | None = None, notes: list[str] | None = None, plot_alt: str | None = None,
-         base: Path | None = None) -> Path:
+def save(
+    name: str,
+    *,
+    environment: dict,
+    measurements: list[Measurement] = (),
+    params: dict | None = None,
+    summary: dict | None = None,
+    notes: list[str] | None = None,
+    plot_alt: str | None = None,
+    base: Path | None = None,
+) -> Path:
     """Write results/<name>.json (name like 'ch01/ping-10k'); returns the path."""
     path = path_for(name, base)
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"name": name, "environment": environment, "params": params or {},
-           "measurements": [m.to_dict() for m in measurements], "summary": summary or {}, "notes": notes or [], "plot_alt": plot_alt}
+    doc = {
+        "name": name,
+        "environment": environment,
+        "params": params or {},
+        "measurements": [m.to_dict() for m in measurements],
+        "summary": summary or {},
+        "notes": notes or [],
+        "plot_alt": plot_alt,
+    }
     path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
     return path
 
@@ -95,12 +113,25 @@ def summary_value(name: str, key: str, base: Path | None = None) -> dict | None:
 def names(base: Path | None = None, chapter: str | None = None) -> list[str]:
     """Every results file's name ("ch01/ping-10k"), or one chapter's."""
     root = base or results_dir()
-    return [p.relative_to(root).with_suffix("").as_posix()
-            for p in sorted(root.glob(f"{chapter or '*'}/*.json"))]
+    return [p.relative_to(root).with_suffix("").as_posix() for p in sorted(root.glob(f"{chapter or '*'}/*.json"))]
 
 
-FRAME_COLUMNS = ["chapter", "experiment", "measurement", "label", "ops", "sample", "seconds", "warmup", "server", "redis_version",
-                 "cpu_count", "quick_mode", "measured_at", "ops_per_s"]
+FRAME_COLUMNS = [
+    "chapter",
+    "experiment",
+    "measurement",
+    "label",
+    "ops",
+    "sample",
+    "seconds",
+    "warmup",
+    "server",
+    "redis_version",
+    "cpu_count",
+    "quick_mode",
+    "measured_at",
+    "ops_per_s",
+]
 
 
 def measurements_frame(measurements, **columns):
@@ -113,9 +144,18 @@ def measurements_frame(measurements, **columns):
     for index, m in enumerate(measurements):
         for warm, samples in ((True, m.warmup), (False, m.samples)):
             for i, seconds in enumerate(samples):
-                rows.append({**columns, "measurement": index, "label": m.label, "ops": m.ops, "sample": i,
-                             "seconds": seconds,
-                             "warmup": warm, **{f"param_{k}": v for k, v in m.params.items()}})
+                rows.append(
+                    {
+                        **columns,
+                        "measurement": index,
+                        "label": m.label,
+                        "ops": m.ops,
+                        "sample": i,
+                        "seconds": seconds,
+                        "warmup": warm,
+                        **{f"param_{k}": v for k, v in m.params.items()},
+                    }
+                )
     frame = pd.DataFrame(rows)
     if not frame.empty:
         frame["ops_per_s"] = frame["ops"] / frame["seconds"]
@@ -132,10 +172,18 @@ def results_frame(chapter: str | None = None, base: Path | None = None):
         doc = load(name, base)
         env = doc["environment"]
         chap, experiment = name.split("/", 1)
-        frames.append(measurements_frame(
-            doc["measurements"], chapter=chap, experiment=experiment, server=env.get("server") or "redis",
-            redis_version=env.get("redis_version"), cpu_count=env.get("cpu_count"),
-            quick_mode=bool(env.get("quick_mode")), measured_at=env.get("measured_at")))
+        frames.append(
+            measurements_frame(
+                doc["measurements"],
+                chapter=chap,
+                experiment=experiment,
+                server=env.get("server") or "redis",
+                redis_version=env.get("redis_version"),
+                cpu_count=env.get("cpu_count"),
+                quick_mode=bool(env.get("quick_mode")),
+                measured_at=env.get("measured_at"),
+            )
+        )
     frames = [f for f in frames if not f.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FRAME_COLUMNS)
 

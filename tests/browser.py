@@ -1,5 +1,6 @@
 """The built site in a real browser, for the tests: a loopback server, and a tab in Debian's
 Chromium driven by Playwright that records what a reader would call broken."""
+
 from __future__ import annotations
 
 import contextlib

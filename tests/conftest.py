@@ -1,4 +1,5 @@
 """Shared fixtures: an isolated build dir, one lab session (real Redis, real toxiproxy) for the run."""
+
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -33,8 +34,17 @@ def unavailable(reason: str):
 def isolated_build(tmp_path_factory):
     """Tests never overwrite the reader's build/results; JBang and toxiproxy stay shared in build/tools."""
     build = tmp_path_factory.mktemp("build")
-    saved = {k: os.environ.get(k) for k in ("PIPELAB_BUILD", "PIPELAB_PROGRESS", "REDIS_URL", "TOXIPROXY_URL",
-                                            "REDIS_CLUSTER_URL", "PIPELAB_CLUSTER_PORT")}
+    saved = {
+        k: os.environ.get(k)
+        for k in (
+            "PIPELAB_BUILD",
+            "PIPELAB_PROGRESS",
+            "REDIS_URL",
+            "TOXIPROXY_URL",
+            "REDIS_CLUSTER_URL",
+            "PIPELAB_CLUSTER_PORT",
+        )
+    }
     # Chapter 5's notebook starts its own cluster: on free ports, beside any lab the reader runs.
     os.environ.update(PIPELAB_BUILD=str(build), PIPELAB_PROGRESS="0", PIPELAB_CLUSTER_PORT=str(free_cluster_port()))
     for key in ("REDIS_URL", "TOXIPROXY_URL", "REDIS_CLUSTER_URL"):
@@ -103,8 +113,9 @@ class Background:
     def start(self) -> None:
         if self.proc is None:
             with open(self.log, "w") as log:
-                self.proc = subprocess.Popen(self.argv, cwd=Path(__file__).parent.parent, env=self.env(),
-                                             stdout=log, stderr=subprocess.STDOUT)
+                self.proc = subprocess.Popen(
+                    self.argv, cwd=Path(__file__).parent.parent, env=self.env(), stdout=log, stderr=subprocess.STDOUT
+                )
 
     def wait(self) -> tuple[int, str]:
         """Its exit code and the end of what it printed."""
@@ -136,9 +147,6 @@ class InThread:
     def stop(self) -> None:
         self.pool.shutdown(wait=True)
 
-    def stop(self) -> None:
-        self.pool.shutdown(wait=True)
-
 
 def unsolved_java() -> dict:
     """Each Java exercise run unsolved, as a trainee first runs it, on a Redis of its own:
@@ -161,8 +169,7 @@ def course_env() -> dict:
     cluster_port = free_cluster_port()
     while abs(cluster_port - session_port) <= 3:  # three masters each: the two ranges must not meet
         cluster_port = free_cluster_port()
-    return dict(os.environ, PIPELAB_PORT=str(free_port()), PIPELAB_CLUSTER_PORT=str(cluster_port),
-                PIPELAB_PROGRESS="0")
+    return dict(os.environ, PIPELAB_PORT=str(free_port()), PIPELAB_CLUSTER_PORT=str(cluster_port), PIPELAB_PROGRESS="0")
 
 
 @pytest.fixture(scope="session")
@@ -172,15 +179,26 @@ def background(isolated_build, tmp_path_factory) -> dict:
     anything: with the committed reference ("reference") and with no reference either ("nothing")."""
     from pipelab import paths
 
-    jobs = {"course": Background([sys.executable, "-m", "pipelab", "course", "--quick", "--no-site"], course_env,
-                                 isolated_build / "course.log", "course_run"),
-            "unsolved": InThread(unsolved_java, "unsolved_java_runs")}
+    jobs = {
+        "course": Background(
+            [sys.executable, "-m", "pipelab", "course", "--quick", "--no-site"],
+            course_env,
+            isolated_build / "course.log",
+            "course_run",
+        ),
+        "unsolved": InThread(unsolved_java, "unsolved_java_runs"),
+    }
     base = tmp_path_factory.mktemp("unmeasured")
     for name, reference in (("reference", paths.reference_dir()), ("nothing", base / "no-reference")):
         env = dict(os.environ, PIPELAB_BUILD=str(base / name / "build"), PIPELAB_REFERENCE=str(reference))
         site = base / name / "site"
-        jobs[name] = Background([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
-                                lambda env=env: env, base / f"{name}.log", "unmeasured_sites", made=site)
+        jobs[name] = Background(
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+            lambda env=env: env,
+            base / f"{name}.log",
+            "unmeasured_sites",
+            made=site,
+        )
     yield jobs
     for job in jobs.values():
         job.stop()
@@ -200,8 +218,9 @@ def executed_notebooks(request, session, jdk, isolated_build, background):
     def run(group: list[str]) -> list:
         if not group:  # run_notebooks takes no chapters to mean all of them
             return []
-        with kernels_attached(session, **section_tracing(isolated_build),
-                              **{jbang.RUNS_LOG_VAR: str(java_runs_log(isolated_build))}):
+        with kernels_attached(
+            session, **section_tracing(isolated_build), **{jbang.RUNS_LOG_VAR: str(java_runs_log(isolated_build))}
+        ):
             return book.run_notebooks(session.env(), quick=True, only=group)
 
     paths = run([c for c in chapters if c != BESIDE])
@@ -220,8 +239,11 @@ def section_tracing(build) -> dict:
     startup = build / "ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(Path(__file__).parent / "section_trace.py", startup / "00-section-trace.py")
-    return {"IPYTHONDIR": str(build / "ipython"), TARGETS_VAR: json.dumps(section_targets()),
-            LOG_VAR: str(build / "sections-run.txt")}
+    return {
+        "IPYTHONDIR": str(build / "ipython"),
+        TARGETS_VAR: json.dumps(section_targets()),
+        LOG_VAR: str(build / "sections-run.txt"),
+    }
 
 
 @pytest.fixture(scope="session")
@@ -286,8 +308,9 @@ def cell_errors(nb) -> list:
 def run_cli(*args: str, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
     """The `pipelab` command as a reader runs it, in a child process."""
     full_env = dict(os.environ, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "pipelab", *args], env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pipelab", *args], env=full_env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def saved(name: str) -> dict:
@@ -342,11 +365,39 @@ def pytest_sessionfinish(session, exitstatus):
     from pipelab.paths import REPO
 
     option = session.config.option
-    whole = (not option.keyword and not option.markexpr and not os.environ.get("PIPELAB_TEST_NOTEBOOKS")
-             and session.config.args in ([], ["tests"], [str(REPO / "tests")]))
+    whole = (
+        not option.keyword
+        and not option.markexpr
+        and not os.environ.get("PIPELAB_TEST_NOTEBOOKS")
+        and session.config.args in ([], ["tests"], [str(REPO / "tests")])
+    )
     if whole and exitstatus == 0 and session.testscollected:
         target = REPO / "build" / reference.TEST_TIME
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps({"seconds": round(time.monotonic() - session.started_at),
-                                      "tests": session.testscollected,
-                                      "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
+        target.write_text(
+            json.dumps(
+                {
+                    "seconds": round(time.monotonic() - session.started_at),
+                    "tests": session.testscollected,
+                    "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                }
+            )
+        )
+
+
+# Every test gets one of three markers from the fixtures it uses, so `make check` can run the fast set:
+# notebook (reads the executed notebooks, or work started beside them), redis (a real server or a
+# JDK, no notebook), unit (neither). A test that starts a server without a fixture says so itself.
+NOTEBOOK_FIXTURES = {"executed_notebooks", "built_site", "course_run", "unmeasured_sites", "unsolved_java_runs", "tab"}
+REDIS_FIXTURES = {"session", "lab", "rtt_lab", "other_redis", "jdk", "background"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        used = set(item.fixturenames)
+        if used & NOTEBOOK_FIXTURES:
+            item.add_marker(pytest.mark.notebook)
+        elif used & REDIS_FIXTURES or item.get_closest_marker("redis"):
+            item.add_marker(pytest.mark.redis)
+        else:
+            item.add_marker(pytest.mark.unit)

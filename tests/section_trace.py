@@ -7,6 +7,7 @@ and appends a line to
 $PIPELAB_SECTION_LOG the first time each one runs. A line tracer such as coverage.py would slow every
 call of every library; these wrappers cost nothing the measurements can see.
 """
+
 from __future__ import annotations
 
 import functools

@@ -1,4 +1,5 @@
 """The chapter end to end: notebook in quick mode on a real Redis, results, then the strict site build."""
+
 from __future__ import annotations
 
 import hashlib
@@ -10,7 +11,7 @@ import pytest
 
 from pipelab import paths, results
 from pipelab.book import build as book
-from pipelab.book import inputs, markers, reference
+from pipelab.book import inputs, markers
 from pipelab.errors import LabError
 from tests.conftest import cell_errors, unavailable
 
@@ -27,8 +28,13 @@ def test_every_notebook_runs_without_errors(executed_notebooks):
     assert set(executed_notebooks) == {p.name[:2] for p in (paths.REPO / "notebooks").glob("*.ipynb")}
     for name, nb in executed_notebooks.items():
         assert not cell_errors(nb), name
-    images = [o for c in executed_notebooks["01"].cells if c.cell_type == "code" for o in c.outputs
-              if "image/png" in o.get("data", {})]
+    images = [
+        o
+        for c in executed_notebooks["01"].cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if "image/png" in o.get("data", {})
+    ]
     assert len(images) == 3, "chapter 1 has three plots: ping-10k, sadd, rtt-sweep"
 
 
@@ -37,8 +43,7 @@ def test_every_figure_the_prose_prints_was_measured(chapter, executed_notebooks,
     text = chapter.read_text()
     wanted = [(m.name, m.key) for m in markers.values(text)]
     assert wanted, "the chapter uses result markers"
-    missing = [f"{name}#{key}" for name, key in wanted
-               if (results.summary_value(name, key) or {}).get("value") is None]
+    missing = [f"{name}#{key}" for name, key in wanted if (results.summary_value(name, key) or {}).get("value") is None]
     if not session.proxy_endpoint:  # without toxiproxy the RTT figures say "not measured", by design
         needs_rtt = [m for m in missing if "rtt" in m]
         missing = [m for m in missing if m not in needs_rtt]

@@ -1,18 +1,19 @@
 """Chapter 1: the round trip's cost on loopback, the RESP and handshake sections, and the chapter
 module's summaries and plots on measurements made up for the test."""
+
 from __future__ import annotations
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
-import redis  # noqa: E402
+import pytest
+import redis
 
-from pipelab import Measurement  # noqa: E402
-from pipelab.chapters import ch01  # noqa: E402
-from pipelab.server import EmbeddedRedis, free_port  # noqa: E402
-from tests.conftest import document, saved  # noqa: E402
+from pipelab import Measurement
+from pipelab.chapters import ch01
+from pipelab.server import EmbeddedRedis, free_port
+from tests.conftest import document, saved
 
 
 def test_three_pings_in_one_write_get_three_pongs(lab):
@@ -80,8 +81,10 @@ def test_the_ping_and_sadd_summaries_divide_the_right_medians():
 
 
 def test_the_sweep_summary_reads_each_rtt_and_the_proxy_hop():
-    points = {rtt: tuple(Measurement(f"{mode} @ {rtt}", 10, [s]) for mode, s in (("single", t), ("piped", t / 50)))
-              for rtt, t in ((0, 0.001), (1, 0.011), (5, 0.051))}
+    points = {
+        rtt: tuple(Measurement(f"{mode} @ {rtt}", 10, [s]) for mode, s in (("single", t), ("piped", t / 50)))
+        for rtt, t in ((0, 0.001), (1, 0.011), (5, 0.051))
+    }
     proxy = Measurement("proxy", 10, [0.0015])
     summary = ch01.sweep_summary(points, proxy, None)
     assert summary["loopback_rtt_us"]["value"] == pytest.approx(100)
@@ -95,15 +98,23 @@ def test_the_sweep_summary_reads_each_rtt_and_the_proxy_hop():
 def test_the_plots_draw_from_the_results_file_one_bar_per_run_and_one_line_per_mode(tmp_path):
     bars = ch01.ping_plot(document(tmp_path, "ch01/ping-10k", runs(1.0, 0.25, 0.8, 0.1), params={"n": 500}))
     assert len(bars.axes[0].patches) == 4 and "500 PINGs" in bars.axes[0].get_title()
-    point = lambda mode, rtt, s: Measurement(f"{mode} @ {rtt}", 10, [s], {"mode": mode, "rtt_ms": rtt,  # noqa: E731
-                                                                          "via_proxy": rtt > 0})
+
+    # "via_proxy": rtt > 0}
+    def point(mode, rtt, s):
+        return Measurement(f"{mode} @ {rtt}", 10, [s], {"mode": mode, "rtt_ms": rtt, "via_proxy": rtt > 0})
+
     points = {rtt: (point("single", rtt, 0.01 * (rtt + 1)), point("pipelined", rtt, 0.001)) for rtt in (0, 0.5, 5)}
     proxy = Measurement("single via the proxy", 10, [0.5], {"mode": "single", "rtt_ms": 0, "via_proxy": True})
     slow = (point("single", 250, 2.5), point("pipelined", 250, 0.25))
-    doc = document(tmp_path, "ch01/rtt-sweep", ch01.sweep_runs(points, proxy, slow),
-                   params={"rtts_ms": [0, 0.5, 5], "depth": 1_000})
-    assert [[m.label for m in pair] for pair in ch01.sweep_points(doc).values()] == \
-        [[m.label for m in pair] for pair in points.values()], "neither the proxy hop nor the 250 ms link"
+    doc = document(
+        tmp_path,
+        "ch01/rtt-sweep",
+        ch01.sweep_runs(points, proxy, slow),
+        params={"rtts_ms": [0, 0.5, 5], "depth": 1_000},
+    )
+    assert [[m.label for m in pair] for pair in ch01.sweep_points(doc).values()] == [
+        [m.label for m in pair] for pair in points.values()
+    ], "neither the proxy hop nor the 250 ms link"
     lines = ch01.sweep_plot(doc).axes[0].get_lines()
     assert len(lines) == 3  # single, pipelined, and the 1/RTT bound
     assert list(lines[0].get_xdata()) == [0, 0.5, 5] and lines[0].get_ydata()[0] == pytest.approx(10 / 0.01)

@@ -1,4 +1,5 @@
 """Chapter 2: the observation tools on a real server, then the notebook's claims in quick mode."""
+
 from __future__ import annotations
 
 import matplotlib
@@ -82,8 +83,9 @@ def test_notebook_claims_hold(executed_notebooks):
     reads = [sys[d]["reads"] for d in sorted(sys, key=int)]
     assert reads == sorted(reads, reverse=True), "syscalls per command fall as depth rises"
     batches = results.load("ch02/batches")["summary"]
-    assert batches["peak_omem_100k_one"]["value"] > batches["peak_omem_100k_batched"]["value"], \
+    assert batches["peak_omem_100k_one"]["value"] > batches["peak_omem_100k_batched"]["value"], (
         "the reply buffer of one 100k pipeline exceeds that of 10k batches"
+    )
     depth = results.load("ch02/depth")["summary"]
     assert depth["redispy_gain"]["value"] > 1 and depth["jedis_gain"]["value"] > 1
 
@@ -122,8 +124,16 @@ def test_the_syscall_and_raw_summaries_read_the_right_rows():
     s = ch02.syscalls_summary(per_command, {})
     assert s["commands_per_read_depth1000"]["value"] == pytest.approx(250)
     assert s["strace_client_sends_depth1"]["value"] is None
-    rows = {d: {"server read": 1 / d, "server write": 1 / d, "server epoll_wait": 1 / d, "client sendto": 1.0,
-                "client recvfrom": 1.0} for d in ch02.STRACE_DEPTHS}
+    rows = {
+        d: {
+            "server read": 1 / d,
+            "server write": 1 / d,
+            "server epoll_wait": 1 / d,
+            "client sendto": 1.0,
+            "client recvfrom": 1.0,
+        }
+        for d in ch02.STRACE_DEPTHS
+    }
     assert "| server read | 1.000 | 0.0010 |" in ch02.strace_table(rows)
     runs = {"one write": m("a", 10, 0.01), "many writes": m("b", 10, 0.03), "round trips": m("c", 10, 0.5)}
     raw = ch02.raw_summary(runs, {"one write": 0.01, "many writes": 0.2, "round trips": 1.0})
@@ -131,9 +141,14 @@ def test_the_syscall_and_raw_summaries_read_the_right_rows():
 
 
 def test_the_batches_summary_takes_the_largest_job_and_100k():
-    peak = lambda mem: {"omem": mem, "tot_mem": mem * 2, "used_memory": mem}  # noqa: E731
-    rows = {(s, mode): (m(f"{s} {mode}", s, s / 1e6), peak(s if mode == "one pipeline" else 1_000))
-            for s in (1_000, 100_000, 1_000_000) for mode in ("one pipeline", "10k batches")}
+    def peak(mem):
+        return {"omem": mem, "tot_mem": mem * 2, "used_memory": mem}
+
+    rows = {
+        (s, mode): (m(f"{s} {mode}", s, s / 1e6), peak(s if mode == "one pipeline" else 1_000))
+        for s in (1_000, 100_000, 1_000_000)
+        for mode in ("one pipeline", "10k batches")
+    }
     s = ch02.batches_summary(rows)
     assert s["largest_job"]["value"] == 1_000_000 and s["memory_ratio"]["value"] == pytest.approx(1_000)
     assert s["peak_omem_100k_one"]["value"] == 100_000 and s["time_ratio"]["value"] == pytest.approx(1.0)
@@ -147,10 +162,14 @@ def test_the_busy_loop_summary_gives_percentiles_in_microseconds(tmp_path):
     assert s["p50_one_by_one_us"]["value"] == pytest.approx(50) and s["p99_one_by_one_us"]["value"] > 50
     assert s["p50_pipelined_us"]["value"] == pytest.approx(1) and s["ctx_server_pipelined"]["value"] is None
     histogram = ch02.busy_loop_histogram(latencies)  # what the results file keeps for the plot
-    edges, filled = histogram["edges_us"], {mode: {i: n for i, n in enumerate(counts) if n}
-                                            for mode, counts in histogram["commands"].items()}
-    assert [(edges[i] <= us < edges[i + 1], n) for us, (i, n) in zip((50, 500), filled["one by one"].items())] == \
-        [(True, 99), (True, 1)]
+    edges, filled = (
+        histogram["edges_us"],
+        {mode: {i: n for i, n in enumerate(counts) if n} for mode, counts in histogram["commands"].items()},
+    )
+    assert [(edges[i] <= us < edges[i + 1], n) for us, (i, n) in zip((50, 500), filled["one by one"].items())] == [
+        (True, 99),
+        (True, 1),
+    ]
     assert list(filled["pipelined x100"].values()) == [100 * 100], "a pipelined sample counts its 100 commands"
     doc = document(tmp_path, "ch02/busy-loop", params={"depth": 100, "histogram": histogram})
     heights = [bar.get_height() for bar in ch02.busy_loop_plot(doc).axes[0].patches]

@@ -1,4 +1,5 @@
 """Chapter 3: each client's pipelined mode beats its one-by-one loop; Little's law at an injected RTT."""
+
 from __future__ import annotations
 
 import pytest
@@ -53,13 +54,22 @@ def test_littles_law_at_1ms_rtt(executed_notebooks, session):
 
 
 def fake(client, mode, ops, seconds):
-    return Measurement(f"{client} {mode}", ops, [seconds * 0.9, seconds, seconds * 1.2], {"client": client, "mode": mode})
+    return Measurement(
+        f"{client} {mode}", ops, [seconds * 0.9, seconds, seconds * 1.2], {"client": client, "mode": mode}
+    )
 
 
 def fake_runs(n=1000):
-    modes = {("redis-py", "one_by_one"): 1.0, ("redis-py", "pipeline"): 0.1, ("redis-py", "transaction"): 0.15,
-             ("redis-py", "pipeline_pure_python_parser"): 0.3, ("Jedis", "one_by_one"): 0.8, ("Jedis", "pipeline"): 0.02,
-             ("Redisson", "one_by_one"): 0.9, ("Redisson", "rbatch_in_memory"): 0.06}
+    modes = {
+        ("redis-py", "one_by_one"): 1.0,
+        ("redis-py", "pipeline"): 0.1,
+        ("redis-py", "transaction"): 0.15,
+        ("redis-py", "pipeline_pure_python_parser"): 0.3,
+        ("Jedis", "one_by_one"): 0.8,
+        ("Jedis", "pipeline"): 0.02,
+        ("Redisson", "one_by_one"): 0.9,
+        ("Redisson", "rbatch_in_memory"): 0.06,
+    }
     runs = {key: fake(*key, n, s) for key, s in modes.items()}
     runs[("Lettuce", "shared_conn_wait")] = fake("Lettuce", "shared_conn_wait", 1, 0.05)  # a demonstration
     wire = {key: {"sadd": 3 * n, "multi": 3, "exec": 3, "unlink": 9, "_reads": 12} for key in runs}
@@ -85,8 +95,10 @@ def test_the_sadd_summary_finds_each_clients_best_mode_and_the_ratios():
 
 def test_little_bounds_and_the_jmh_table_beside_the_published_one():
     assert ch03.in_flight("jedis_pool_8", 50) == 8 and ch03.in_flight("lettuce_shared", 50) == 50
-    jmh = {(0, "jedis_pool_8", 10): {"ops_per_ms": 60.0, "error": 2.0, "min": 58.5, "max": 61.0},
-           (1, "jedis_pool_8", 10): {"ops_per_ms": 7.9, "error": None, "min": 7.9, "max": 7.9}}
+    jmh = {
+        (0, "jedis_pool_8", 10): {"ops_per_ms": 60.0, "error": 2.0, "min": 58.5, "max": 61.0},
+        (1, "jedis_pool_8", 10): {"ops_per_ms": 7.9, "error": None, "min": 7.9, "max": 7.9},
+    }
     table = ch03.jmh_table(jmh)
     assert "| jedis_pool_8 | 10 | 61.417 | 60.0 (58.5–61.0) | 7.9 | 8 |" in table
     assert ch03.jmh_summary(jmh, "")["pool8_10_loopback"]["value"] == 60.0

@@ -1,4 +1,5 @@
 """Chapter 4: the direction of every pitfall, read from the results of the notebook's quick run."""
+
 from __future__ import annotations
 
 import pytest
@@ -42,14 +43,19 @@ def test_a_pipelined_script_beats_read_compute_write_round_trips(ch04):
         round_trips = by_mode["round trips (GET, then SET)"]["median_s"]
         assert by_mode["SCRIPT LOAD + EVALSHA, pipelined"]["median_s"] < round_trips, rtt
         # EVAL carries the script's text on every call, EVALSHA only a digest.
-        assert by_mode["EVAL, pipelined"]["bytes_per_key"] > by_mode["SCRIPT LOAD + EVALSHA, pipelined"]["bytes_per_key"]
+        assert (
+            by_mode["EVAL, pipelined"]["bytes_per_key"] > by_mode["SCRIPT LOAD + EVALSHA, pipelined"]["bytes_per_key"]
+        )
 
 
 def test_one_bad_command_leaves_the_others_applied(ch04):
     errors = saved("ch04/errors")
     rows = {(r["bad"], r["transaction"], r["raise_on_error"]): r for r in errors["params"]["rows"]}
     assert rows[("wrongtype", False, True)]["seen"].startswith("raises ResponseError")
-    assert "ResponseError" in rows[("wrongtype", False, False)]["seen"] and "raises" not in rows[("wrongtype", False, False)]["seen"]
+    assert (
+        "ResponseError" in rows[("wrongtype", False, False)]["seen"]
+        and "raises" not in rows[("wrongtype", False, False)]["seen"]
+    )
     assert all(r["later_ran"] for key, r in rows.items() if key[0] == "wrongtype"), "no rollback, no skipping"
     assert not rows[("arity", True, False)]["later_ran"], "EXECABORT: a queue-time error runs nothing"
     facts = errors["params"]["java_facts"]
@@ -104,7 +110,9 @@ def test_a_java_timeout_is_not_a_failure_of_the_work(ch04):
     retried_calls, outcome = f["redisson_timeout_default_retry_set_calls"], f["redisson_timeout_default_retry_outcome"]
     if outcome.startswith("RedisResponseTimeoutException"):
         # Four whole re-sends, and the last attempt as far as it got when Redisson gave up on it.
-        assert 4 * size < retried_calls <= 5 * size, f"4 retries after the first attempt, each re-sending the batch: {f}"
+        assert 4 * size < retried_calls <= 5 * size, (
+            f"4 retries after the first attempt, each re-sending the batch: {f}"
+        )
     else:
         assert retried_calls >= size, f
 
@@ -145,10 +153,20 @@ def lrem_rows():
     rows = []
     for length, lrem_us in ((1_000, 30.0), (100_000, 3_000.0)):
         for way, usec in (("lrem", lrem_us), ("ltrim", 0.2)):
-            rows.append({"way": way, "length": length, "median_s": usec * chapter.P / 1e6 + 1e-4, "usec_per_call": usec,
-                         "server_cpu_pct": 90.0 if way == "lrem" else 20.0, "observed_wall_s": 0.1,
-                         "probe_worst_ms": usec / 10, "probe_median_ms": 0.1, "slowlog": 100 if usec > 1_000 else 0,
-                         "slowlog_max_us": usec})
+            rows.append(
+                {
+                    "way": way,
+                    "length": length,
+                    "median_s": usec * chapter.P / 1e6 + 1e-4,
+                    "usec_per_call": usec,
+                    "server_cpu_pct": 90.0 if way == "lrem" else 20.0,
+                    "observed_wall_s": 0.1,
+                    "probe_worst_ms": usec / 10,
+                    "probe_median_ms": 0.1,
+                    "slowlog": 100 if usec > 1_000 else 0,
+                    "slowlog_max_us": usec,
+                }
+            )
     return rows
 
 
@@ -159,31 +177,55 @@ def test_the_lrem_summary_table_and_plot_compare_the_smallest_and_largest_lists(
     assert s["length_growth"]["value"] == 100 and s["slowlog_lrem_largest"]["value"] == 100
     assert s["java_lrem_usec_largest"]["value"] == 2_900.0 and s["java_ltrim_usec_largest"]["value"] is None
     assert "| LREM | 100,000 |" in chapter.lrem_table(rows, 1_000)
-    doc = document(tmp_path, "ch04/lrem", params={"rows": rows, "java_facts": {"lrem_usec_per_call_100000": 2_900.0},
-                                                  "p": chapter.P})
+    doc = document(
+        tmp_path,
+        "ch04/lrem",
+        params={"rows": rows, "java_facts": {"lrem_usec_per_call_100000": 2_900.0}, "p": chapter.P},
+    )
     lrem_redispy, lrem_jedis, *_ = chapter.lrem_plot(doc).axes[0].get_lines()
     assert list(lrem_redispy.get_ydata()) == [30.0, 3_000.0] and list(lrem_jedis.get_ydata())[1] == 2_900.0
 
 
 def test_the_rcw_summary_reads_each_mode_at_each_rtt():
     modes = list(chapter.RCW_MODES)
-    rows = [{"mode": mode, "rtt_ms": rtt, "n": 10, "median_s": 0.1, "us_per_key": us * (1 + 10 * rtt),
-             "bytes_per_key": 100.0 - i} for rtt in (0, 1) for i, (mode, us) in enumerate(zip(modes, (300, 280, 200, 20, 15)))]
+    rows = [
+        {
+            "mode": mode,
+            "rtt_ms": rtt,
+            "n": 10,
+            "median_s": 0.1,
+            "us_per_key": us * (1 + 10 * rtt),
+            "bytes_per_key": 100.0 - i,
+        }
+        for rtt in (0, 1)
+        for i, (mode, us) in enumerate(zip(modes, (300, 280, 200, 20, 15)))
+    ]
     s = chapter.rcw_summary(rows)
     assert s["evalsha_speedup"]["value"] == pytest.approx(20) and s["evalsha_us_rtt"]["value"] == pytest.approx(165)
     assert s["evalsha_bytes"]["value"] == 96.0
 
 
 def test_the_error_and_drop_summaries_count_what_ran():
-    rows = [{"bad": bad, "transaction": tx, "raise_on_error": roe, "seen": "raises ResponseError: WRONGTYPE",
-             "later_ran": not (bad == "arity" and tx)} for bad in ("wrongtype", "arity") for tx in (False, True)
-            for roe in (True, False)]
+    rows = [
+        {
+            "bad": bad,
+            "transaction": tx,
+            "raise_on_error": roe,
+            "seen": "raises ResponseError: WRONGTYPE",
+            "later_ran": not (bad == "arity" and tx),
+        }
+        for bad in ("wrongtype", "arity")
+        for tx in (False, True)
+        for roe in (True, False)
+    ]
     facts = {"jedis_later_commands_ran": True, "lettuce_later_commands_ran": True, "jedis_results": "OK | x"}
     s = chapter.errors_summary(rows, facts)
     assert s["later_ran_everywhere"]["value"] == 3 and s["clients_checked"]["value"] == 3
     assert s["redispy_arity_multi_later_ran"]["text"] == "no" and s["jedis_results"]["text"] == "OK | x"
-    drop = {"cut, no retry": {"outcome": "ConnectionError", "applied": 500, "connections": 1},
-            "blind retry": {"outcome": "returned", "applied": 2_500, "connections": 0}}
+    drop = {
+        "cut, no retry": {"outcome": "ConnectionError", "applied": 500, "connections": 1},
+        "blind retry": {"outcome": "returned", "applied": 2_500, "connections": 0},
+    }
     d = chapter.drop_summary(drop, 2_000, None)
     assert d["cut_share"]["value"] == 25 and d["blind_retry_applied"]["value"] == 2_500
     assert d["library_retry_outcome"]["text"] == "–" and d["jedis_cut_applied"]["value"] is None
@@ -191,7 +233,17 @@ def test_the_error_and_drop_summaries_count_what_ran():
 
 
 def test_the_blocking_summary_takes_the_longest_timeout_of_each_mode():
-    rows = [{"transaction": tx, "timeout_s": t, "elapsed_ms": t * 1e3 + 1, "before_ms": t * 1e3, "after_ms": t * 1e3,
-             "blpop_reply": "None"} for tx in (False, True) for t in (0.1, 0.2)]
+    rows = [
+        {
+            "transaction": tx,
+            "timeout_s": t,
+            "elapsed_ms": t * 1e3 + 1,
+            "before_ms": t * 1e3,
+            "after_ms": t * 1e3,
+            "blpop_reply": "None",
+        }
+        for tx in (False, True)
+        for t in (0.1, 0.2)
+    ]
     s = chapter.blocking_summary(rows)
     assert s["timeout_ms"]["value"] == pytest.approx(200) and s["pipeline_ms"]["value"] == pytest.approx(201)

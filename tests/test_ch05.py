@@ -1,4 +1,5 @@
 """Chapter 5: the directions on a Redis Cluster, read from the results of the notebook's quick run."""
+
 from __future__ import annotations
 
 import os
@@ -71,8 +72,11 @@ def test_the_notebook_stopped_its_cluster(ch05):
 def test_java_clients_on_the_cluster(ch05):
     sadd = saved("ch05/sadd")
     facts, n = sadd["params"]["java_facts"], sadd["params"]["n"]
-    for one, piped in (("jedis_one_by_one", "jedis_pipeline"), ("lettuce_one_by_one", "lettuce_pipeline"),
-                       ("redisson_one_by_one", "redisson_rbatch")):
+    for one, piped in (
+        ("jedis_one_by_one", "jedis_pipeline"),
+        ("lettuce_one_by_one", "lettuce_pipeline"),
+        ("redisson_one_by_one", "redisson_rbatch"),
+    ):
         assert facts[f"{one}_server_reads"] >= n, "one by one: a socket read on the server per command"
         assert facts[f"{piped}_server_reads"] * 10 < n, f"{piped}: a few reads per master"
         assert facts[f"{piped}_masters_used"] == 3 and facts[f"{piped}_redirects"] == 0, facts
@@ -104,12 +108,18 @@ def test_the_key_layouts_spread_as_the_cluster_spec_says():
 
 
 def test_the_crossslot_summary_and_spread_table():
-    spread = {"no hash tag": {1: 340, 2: 330, 3: 330}, chapter.PER_USER: {1: 400, 2: 300, 3: 300},
-              "one tag for everything": {1: 1_000, 2: 0, 3: 0}}
+    spread = {
+        "no hash tag": {1: 340, 2: 330, 3: 330},
+        chapter.PER_USER: {1: 400, 2: 300, 3: 300},
+        "one tag for everything": {1: 1_000, 2: 0, 3: 0},
+    }
     slots_used = {"no hash tag": 900, chapter.PER_USER: 100, "one tag for everything": 1}
-    outcomes = {"cross-slot MULTI/EXEC on one master": "refused: CROSSSLOT", "cross-slot MSET on one master": "refused",
-                "hash-tagged MULTI/EXEC": "accepted: [True, True]",
-                "cross-slot transaction, redis-py RedisCluster": "refused by the client: RedisClusterException"}
+    outcomes = {
+        "cross-slot MULTI/EXEC on one master": "refused: CROSSSLOT",
+        "cross-slot MSET on one master": "refused",
+        "hash-tagged MULTI/EXEC": "accepted: [True, True]",
+        "cross-slot transaction, redis-py RedisCluster": "refused by the client: RedisClusterException",
+    }
     s = chapter.crossslot_summary(outcomes, 0, spread, slots_used, {1: 5461, 2: 5462, 3: 5461}, n=1_000)
     assert s["slots"]["value"] == 16384 and s["masters"]["value"] == 3 and s["tagged_tx"]["text"] == "accepted"
     assert s["one_tag_share"]["value"] == 100 and s["per_user_share"]["value"] == 40
@@ -118,14 +128,26 @@ def test_the_crossslot_summary_and_spread_table():
 
 def test_the_sadd_summary_compares_the_cluster_with_one_server():
     def m(client, where, mode, seconds):
-        return Measurement(f"{client}, {where}, {mode}", 1_000, [seconds], {"client": client, "where": where, "mode": mode})
-    runs = [m("redis-py", "one server", "one by one", 1.0), m("redis-py", "one server", "pipeline", 0.05),
-            m("redis-py", "cluster", "one by one", 1.2), m("redis-py", "cluster", "pipeline", 0.1),
-            m("jedis", "cluster", "one by one", 0.9), m("jedis", "cluster", "pipeline", 0.03)]
-    usage = {("redis-py", mode): {p: {"total_reads_processed": r, "total_connections_received": 1} for p in (1, 2, 3)}
-             for mode, r in (("one by one", 400), ("pipeline", 5))}
+        return Measurement(
+            f"{client}, {where}, {mode}", 1_000, [seconds], {"client": client, "where": where, "mode": mode}
+        )
+
+    runs = [
+        m("redis-py", "one server", "one by one", 1.0),
+        m("redis-py", "one server", "pipeline", 0.05),
+        m("redis-py", "cluster", "one by one", 1.2),
+        m("redis-py", "cluster", "pipeline", 0.1),
+        m("jedis", "cluster", "one by one", 0.9),
+        m("jedis", "cluster", "pipeline", 0.03),
+    ]
+    usage = {
+        ("redis-py", mode): {p: {"total_reads_processed": r, "total_connections_received": 1} for p in (1, 2, 3)}
+        for mode, r in (("one by one", 400), ("pipeline", 5))
+    }
     s = chapter.sadd_summary(runs, usage, 1_000, None)
-    assert s["cluster_speedup"]["value"] == pytest.approx(12) and s["cluster_vs_single_pipe"]["value"] == pytest.approx(2)
+    assert s["cluster_speedup"]["value"] == pytest.approx(12) and s["cluster_vs_single_pipe"]["value"] == pytest.approx(
+        2
+    )
     assert s["one_reads"]["value"] == 1_200 and s["pipe_conns"]["value"] == 3
     assert s["jedis_best_mode"]["text"] == "pipeline" and s["jedis_speedup"]["value"] == pytest.approx(30)
     assert "| jedis, cluster, pipeline | 30 ms | 30.0 |" in chapter.sadd_table(runs)

@@ -1,5 +1,6 @@
 """Chapter 6: the server's side, read from the results of the notebook's quick run, and the model's
 arithmetic on figures made up for the purpose."""
+
 from __future__ import annotations
 
 import statistics
@@ -51,8 +52,9 @@ def test_pipelining_cuts_reads_per_command_whatever_the_io_threads(ch06):
         reads = statistics.median(m.params["reads_per_cmd"])
         assert reads == pytest.approx(1 / depth, rel=0.5, abs=0.01), (m.label, reads)
     summary = saved("ch06/io-threads")["summary"]
-    assert summary["redis_cost_per_read_us"]["value"] > summary["redis_cost_per_cmd_us"]["value"] > 0, \
+    assert summary["redis_cost_per_read_us"]["value"] > summary["redis_cost_per_cmd_us"]["value"] > 0, (
         "a read (with its write and wake-up) costs the server more than executing a SET"
+    )
 
 
 def test_prefetching_was_switched_on_and_off_on_the_same_keys(ch06):
@@ -119,6 +121,7 @@ def test_against_redis_url_the_io_grid_only_reads_settings(other_redis):
 
 # --- the model, on made-up figures ---------------------------------------------------------------
 
+
 def made_up_runs(a: float, b: float) -> dict:
     """Single-threaded cells whose server CPU per command is exactly a + b × reads per command."""
     runs = {}
@@ -126,9 +129,17 @@ def made_up_runs(a: float, b: float) -> dict:
         reads = 1 / depth
         cost = a + b * reads + (50 if clients == 1 else 0)  # one client: idle wake-ups, left out of the fit
         runs[("redis", "io-threads 1", depth, clients)] = Measurement(
-            "made up", 1_000, [1.0, 1.0], {"cell": ["redis", depth, clients], "reads_per_cmd": [reads] * 2,
-                                           "server_cpu_per_cmd_us": [cost] * 2, "server_cpu": [0.9] * 2,
-                                           "bench_cpu": [0.5] * 2})
+            "made up",
+            1_000,
+            [1.0, 1.0],
+            {
+                "cell": ["redis", depth, clients],
+                "reads_per_cmd": [reads] * 2,
+                "server_cpu_per_cmd_us": [cost] * 2,
+                "server_cpu": [0.9] * 2,
+                "bench_cpu": [0.5] * 2,
+            },
+        )
     return runs
 
 

@@ -1,5 +1,6 @@
 """Chapter 7: pipelining without asking, read from the results of the notebook's quick run, and the
 summaries' arithmetic on figures made up for the purpose."""
+
 from __future__ import annotations
 
 import pytest
@@ -75,7 +76,9 @@ def test_a_shared_connection_pipelines_and_a_pool_does_not(ch07):
 def test_a_slow_command_raises_the_other_threads_p99(ch07):
     facts = saved("ch07/mux")["params"]
     assert facts["hol_shared_p99_us"] > 3 * facts["hol_alone_p99_us"], facts
-    assert facts["hol_shared_p99_us"] > facts["hol_separate_p99_us"], "sharing the connection adds to the server's share"
+    assert facts["hol_shared_p99_us"] > facts["hol_separate_p99_us"], (
+        "sharing the connection adds to the server's share"
+    )
     assert facts["hol_shared_slow_commands"] > 0 and facts["hol_alone_slow_commands"] == 0
 
 
@@ -108,11 +111,13 @@ def test_watch_retries_rise_with_contention_and_keep_the_count(ch07):
     java = saved("ch07/watch-java")["params"]
     assert java["jedis_exec_on_abort"] == "null", "Jedis reports an abort as a null result, not an exception"
     assert java[f"jedis_w{top}_aborts_per_increment"] > java["jedis_w2_aborts_per_increment"]
-    assert java[f"jedis_w{top}_final"] == java[f"jedis_w{top}_attempts"] - java[f"jedis_w{top}_aborts"], \
+    assert java[f"jedis_w{top}_final"] == java[f"jedis_w{top}_attempts"] - java[f"jedis_w{top}_aborts"], (
         "every increment that was not aborted counted, once"
+    )
 
 
 # --- the summaries, on made-up measurements --------------------------------------------------------
+
 
 def test_worst_lag_is_the_median_of_each_runs_worst():
     m = Measurement("made up", 10, [1.0, 1.0, 1.0], {"max_lag_s": [0.1, 0.5, 0.2]})
@@ -120,16 +125,26 @@ def test_worst_lag_is_the_median_of_each_runs_worst():
 
 
 def test_retries_and_losses_read_the_rows():
-    rows = [{"tries": 150, "increments": 100, "lost": 0}, {"tries": 130, "increments": 100, "lost": 2},
-            {"tries": 170, "increments": 100, "lost": 4}]
+    rows = [
+        {"tries": 150, "increments": 100, "lost": 0},
+        {"tries": 130, "increments": 100, "lost": 2},
+        {"tries": 170, "increments": 100, "lost": 4},
+    ]
     m = Measurement("made up", 100, [1.0, 1.0, 1.0], {"rows": rows})
     assert chapter.retries_per_increment(m) == pytest.approx(0.5) and chapter.lost(m) == 2
 
 
 def test_gather_summary_names_each_mode():
-    runs = {(0, mode): Measurement(mode, 1000, [s], {"reads_per_cmd": 1.0})
-            for mode, s in (("gather, pool of 1", 1.0), ("gather, pool of 10", 0.5), ("gather, pool of 100", 0.25),
-                            ("one pipeline", 0.01), ("GLIDE, gather on one client", 0.1))}
+    runs = {
+        (0, mode): Measurement(mode, 1000, [s], {"reads_per_cmd": 1.0})
+        for mode, s in (
+            ("gather, pool of 1", 1.0),
+            ("gather, pool of 10", 0.5),
+            ("gather, pool of 100", 0.25),
+            ("one pipeline", 0.01),
+            ("GLIDE, gather on one client", 0.1),
+        )
+    }
     summary = chapter.gather_summary(runs, "completed", 1000, 2000)
     assert summary["rtt0_pipeline_vs_pool1"]["value"] == pytest.approx(100)
     assert summary["rtt0_pipeline_vs_glide"]["value"] == pytest.approx(10)
@@ -139,7 +154,9 @@ def test_gather_summary_names_each_mode():
 def test_glide_for_java_multiplexes_one_connection_and_splits_cluster_batches(ch07):
     facts = saved("ch07/glide-java")["params"]
     top = max(chapter.MUX_THREADS)
-    assert all(facts[f"glide_t{t}_connections"] == 1 for t in chapter.MUX_THREADS), "one connection, whatever the threads"
+    assert all(facts[f"glide_t{t}_connections"] == 1 for t in chapter.MUX_THREADS), (
+        "one connection, whatever the threads"
+    )
     assert facts[f"glide_t{top}_cmds_per_read"] > 1.2 and facts["glide_t1_cmds_per_read"] < 1.05
     assert facts["glide_batch_multi"] == 0 and facts["glide_atomic_multi"] == 1
     assert facts["raise_true_counter"] == 1 and facts["raise_true_outcome"].startswith("RequestException")

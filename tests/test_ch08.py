@@ -1,5 +1,6 @@
 """Chapter 8: the traps that client defaults and connection state set, read from the results of the
 notebook's quick run: each trap shows its consequence, and its fix removes it."""
+
 from __future__ import annotations
 
 import pytest
@@ -39,10 +40,14 @@ def test_every_default_retry_is_spent_when_every_attempt_times_out(ch08):
 
 
 def test_the_summary_reads_runs_from_counters():
-    stalled = {name: {"runs": 2.0, "outcome": "returned", "elapsed_s": 5.5} for name in
-               ("defaults", "retries off", "retries off, marker in MULTI/EXEC", "WATCH, Redis.transaction()")}
-    blocked = {name: {"runs": 11.0, "outcome": "TimeoutError", "elapsed_s": 8.0} for name in
-               ("default retries", "retries off", "redis.asyncio, default retries", "redis.asyncio, retries off")}
+    stalled = {
+        name: {"runs": 2.0, "outcome": "returned", "elapsed_s": 5.5}
+        for name in ("defaults", "retries off", "retries off, marker in MULTI/EXEC", "WATCH, Redis.transaction()")
+    }
+    blocked = {
+        name: {"runs": 11.0, "outcome": "TimeoutError", "elapsed_s": 8.0}
+        for name in ("default retries", "retries off", "redis.asyncio, default retries", "redis.asyncio, retries off")
+    }
     summary = chapter.retries_summary(stalled, blocked, 100)
     assert summary["stall_defaults_runs"]["text"] == "2" and summary["block_async_runs"]["text"] == "11"
     assert summary["block_off_outcome"]["text"] == "TimeoutError"
@@ -144,8 +149,19 @@ class FakeRun:
 
 
 def test_facts_become_figures_with_their_units():
-    run = FakeRun({"a_ms": 25, "b_ms": 1.5, "flag": True, "text": "OK", "c_s": 1, "d_mb": 4.25,
-                   "queued_500_heap_mb": 2.0, "queued_100_heap_mb": 1.0, "queued_1000_heap_mb": 3.5})
+    run = FakeRun(
+        {
+            "a_ms": 25,
+            "b_ms": 1.5,
+            "flag": True,
+            "text": "OK",
+            "c_s": 1,
+            "d_mb": 4.25,
+            "queued_500_heap_mb": 2.0,
+            "queued_100_heap_mb": 1.0,
+            "queued_1000_heap_mb": 3.5,
+        }
+    )
     summary = chapter.lettuce_summary(run)
     assert summary["a_ms"]["text"] == "25 ms" and summary["b_ms"]["text"] == "1.50 ms"
     assert summary["flag"]["text"] == "yes" and summary["text"]["text"] == "OK" and summary["c_s"]["text"] == "1 s"

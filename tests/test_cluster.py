@@ -1,4 +1,5 @@
 """The embedded Redis Cluster: it forms, stops without orphans, refuses cross-slot work, moves a slot."""
+
 from __future__ import annotations
 
 import shutil
@@ -16,11 +17,21 @@ from redis.crc import key_slot
 from redis.exceptions import ClusterCrossSlotError, CrossSlotTransactionError, RedisClusterException
 from redis.retry import Retry
 
-from pipelab.cluster import (BUS_OFFSET, SLOTS, AttachedCluster, EmbeddedCluster, cluster_info, free_cluster_port,
-                             open_cluster, slot_map)
+from pipelab.cluster import (
+    BUS_OFFSET,
+    SLOTS,
+    AttachedCluster,
+    EmbeddedCluster,
+    cluster_info,
+    free_cluster_port,
+    open_cluster,
+    slot_map,
+)
 from pipelab.errors import LabError
 from pipelab.server import find_redis_server
 from tests.conftest import unavailable
+
+pytestmark = pytest.mark.redis  # starts real servers (or the lab) without the session's fixtures
 
 
 @pytest.fixture(autouse=True)
@@ -95,9 +106,11 @@ def test_stop_ends_every_process_and_removes_the_temp_dir(monkeypatch):
 
 def test_a_killed_lab_takes_its_cluster_with_it(isolated_build):
     """Even kill -9 on the Python process leaves no redis-server behind (PR_SET_PDEATHSIG)."""
-    code = ("import time; from pipelab.cluster import EmbeddedCluster, free_cluster_port; "
-            "c = EmbeddedCluster(base_port=free_cluster_port()).start(); "
-            "print(c.dir.name, *c.pids, flush=True); time.sleep(60)")
+    code = (
+        "import time; from pipelab.cluster import EmbeddedCluster, free_cluster_port; "
+        "c = EmbeddedCluster(base_port=free_cluster_port()).start(); "
+        "print(c.dir.name, *c.pids, flush=True); time.sleep(60)"
+    )
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         folder, *pids = child.stdout.readline().split()

@@ -1,4 +1,5 @@
 """docker-compose.yml checked without a Docker daemon."""
+
 from __future__ import annotations
 
 import json
@@ -104,8 +105,12 @@ def test_docker_compose_config_accepts_the_cluster_profile():
     tool = shutil.which("docker-compose")
     if not tool:
         pytest.skip("docker-compose (v1, Debian's package) is not installed; `make test` installs it as root")
-    done = subprocess.run([tool, "-f", str(COMPOSE), "--profile", "cluster", "config", "--services"],
-                          capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run(
+        [tool, "-f", str(COMPOSE), "--profile", "cluster", "config", "--services"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr
     # v1 lists every service whatever the profile; the profiles themselves are checked above.
     assert set(done.stdout.split()) == {"redis", "valkey", "toxiproxy", *CLUSTER_NODES, "cluster-init"}

@@ -1,4 +1,5 @@
 """The course kit as a trainer uses it: every solution passes and is timed, every exercise fails until solved."""
+
 from __future__ import annotations
 
 import pytest

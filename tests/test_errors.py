@@ -1,11 +1,16 @@
 """Bad input: one sentence on what to do, a non-zero exit, no traceback, nothing lost."""
+
 from __future__ import annotations
 
 import os
 import socket
 
+import pytest
+
 from pipelab.server import free_port
 from tests.conftest import run_cli
+
+pytestmark = pytest.mark.redis  # starts real servers (or the lab) without the session's fixtures
 
 
 def assert_one_sentence(done, *fragments):
@@ -69,8 +74,13 @@ def test_ctrl_c_stops_every_process_the_lab_started():
 
     port = free_port()
     env = dict(os.environ, PIPELAB_PORT=str(port))
-    proc = subprocess.Popen([sys.executable, "-m", "pipelab", "lab", "--no-jupyter"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipelab", "lab", "--no-jupyter"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while port_is_free(port) and time.monotonic() < deadline:

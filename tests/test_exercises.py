@@ -1,5 +1,6 @@
 """The course kit: each exercise notebook stops at its TODO, each solution notebook passes its check,
 and a typical wrong answer to each exercise is refused for the right reason, on a real Redis."""
+
 from __future__ import annotations
 
 import re
@@ -16,8 +17,8 @@ from redis.retry import Retry
 from pipelab import paths
 from pipelab.book import build as book
 from pipelab.course import exercises
-from pipelab.errors import LabError
 from pipelab.course.exercises import NotSolved
+from pipelab.errors import LabError
 from tests.conftest import kernels_attached
 
 EXERCISES = sorted((paths.REPO / "notebooks" / "exercises").glob("*.ipynb"))
@@ -38,7 +39,9 @@ def stopped_exercises(session, tmp_path_factory):
 
     longest_first = EXERCISES[::-1]  # exercise 8's starter waits out a 5 s timeout
     with kernels_attached(session), ThreadPoolExecutor(4) as pool:
-        return {source: (err, out / source.name) for source, err in zip(longest_first, pool.map(execute, longest_first))}
+        return {
+            source: (err, out / source.name) for source, err in zip(longest_first, pool.map(execute, longest_first))
+        }
 
 
 def test_one_exercise_and_one_solution_per_chapter():
@@ -47,7 +50,9 @@ def test_one_exercise_and_one_solution_per_chapter():
     assert sorted(p.name for p in solutions.glob("*.ipynb")) == [p.name for p in EXERCISES]
     for path in [*EXERCISES, *solutions.glob("*.ipynb")]:
         nb = nbformat.read(path, as_version=4)
-        assert not [c for c in nb.cells if c.cell_type == "code" and c.outputs], f"{path.name} is committed with outputs"
+        assert not [c for c in nb.cells if c.cell_type == "code" and c.outputs], (
+            f"{path.name} is committed with outputs"
+        )
         assert any("parameters" in c.metadata.get("tags", []) for c in nb.cells), path.name
 
 
@@ -79,6 +84,7 @@ def test_a_solution_notebook_passes_its_check(source, course_run):
 
 # --- wrong answers, refused for the right reason ---------------------------------------------------
 
+
 def incr_one_by_one(client, keys):
     return [client.incr(key) for key in keys]
 
@@ -94,7 +100,7 @@ def set_ignoring_depth(client, keys, value, depth):
 def set_counting_wrong(client, keys, value, depth):
     pipe = client.pipeline(transaction=False)
     for start in range(0, len(keys), depth):
-        for key in keys[start:start + depth]:
+        for key in keys[start : start + depth]:
             pipe.set(key, value)
         pipe.execute()
     return len(keys)
@@ -151,7 +157,7 @@ def get_ten_at_a_time(client, keys, budget):
     values = []
     for start in range(0, len(keys), 10):
         pipe = client.pipeline(transaction=False)
-        for key in keys[start:start + 10]:
+        for key in keys[start : start + 10]:
             pipe.get(key)
         values += pipe.execute()
     return values
@@ -344,8 +350,12 @@ WRONG_ANSWERS = [
     (exercises.check_ex01, incr_one_by_one, r"a speed-up of [\d.]+x where 3x is needed"),
     (exercises.check_ex02, set_ignoring_depth, "at depth 1 one execute\\(\\) sent 5,000 commands"),
     (exercises.check_ex02, set_counting_wrong, "at depth 10 set_in_chunks returned 5000 but executed 500 pipelines"),
-    (exercises.check_ex03, sadd_in_a_transaction, r"1 MULTI and 1 EXEC: redis-py's pipeline\(\) is a transaction "
-                                                  "unless you pass transaction=False"),
+    (
+        exercises.check_ex03,
+        sadd_in_a_transaction,
+        r"1 MULTI and 1 EXEC: redis-py's pipeline\(\) is a transaction "
+        "unless you pass transaction=False",
+    ),
     (exercises.check_ex03, sadd_one_by_one, "about one read per command"),
     (exercises.check_ex04, push_and_lrem, r"called LREM 4,900 times; LREM scans the list .*O\(N\)"),
     (exercises.check_ex04, push_without_trim, "the list holds 5,000 items"),
@@ -355,34 +365,66 @@ WRONG_ANSWERS = [
     (exercises.check_ex06, get_in_one_pipeline, r"the server closed the connection \(1 output-buffer disconnection"),
     (exercises.check_ex06, get_ten_at_a_time, "over the budget of 262,144"),
     (exercises.check_ex06, get_one_per_pipeline, r"used \d+ pipelines of GETs where \d+ suffice"),
-    (exercises.check_ex07, transfer_without_watch, r"transfer sent no WATCH: with 4 writers the accounts hold [\d,]+ "
-                                                   r"in all where [\d,]+ went in"),
-    (exercises.check_ex07, transfer_multi_without_watch, "transfer sent MULTI/EXEC but no WATCH, so no EXEC "
-                                                         "could abort"),
-    (exercises.check_ex07, transfer_giving_up, r"returned False for [\d,]+ of [\d,]+ transfers that the source could "
-                                               r"pay .*right after an aborted EXEC"),
-    (exercises.check_ex07, transfer_ignoring_the_abort, r"transfers returned True although their last EXEC was "
-                                                        "aborted, so their money never moved"),
+    (
+        exercises.check_ex07,
+        transfer_without_watch,
+        r"transfer sent no WATCH: with 4 writers the accounts hold [\d,]+ "
+        r"in all where [\d,]+ went in",
+    ),
+    (
+        exercises.check_ex07,
+        transfer_multi_without_watch,
+        "transfer sent MULTI/EXEC but no WATCH, so no EXEC could abort",
+    ),
+    (
+        exercises.check_ex07,
+        transfer_giving_up,
+        r"returned False for [\d,]+ of [\d,]+ transfers that the source could "
+        r"pay .*right after an aborted EXEC",
+    ),
+    (
+        exercises.check_ex07,
+        transfer_ignoring_the_abort,
+        r"transfers returned True although their last EXEC was "
+        "aborted, so their money never moved",
+    ),
     (exercises.check_ex07, transfer_retrying_blind, "sent MULTI/EXEC again without a new WATCH and read"),
     (exercises.check_ex07, transfer_watching_the_source, r"transfers ran EXEC without a WATCH on both accounts"),
-    (exercises.check_ex08, charge_with_default_retries, r"the server ran the charge 2 times \(the balance moved by 200 "
-                                                        r"where 100 was due\): your client gave up on the silent "
-                                                        r"connection after 0\.5 s.*redis-py's default Retry"),
-    (exercises.check_ex08, charge_without_retries, r"charge raised TimeoutError \(.*\) after its replies went silent, "
-                                                   "although the server had run the charge once"),
+    (
+        exercises.check_ex08,
+        charge_with_default_retries,
+        r"the server ran the charge 2 times \(the balance moved by 200 "
+        r"where 100 was due\): your client gave up on the silent "
+        r"connection after 0\.5 s.*redis-py's default Retry",
+    ),
+    (
+        exercises.check_ex08,
+        charge_without_retries,
+        r"charge raised TimeoutError \(.*\) after its replies went silent, "
+        "although the server had run the charge once",
+    ),
     (exercises.check_ex08, charge_marker_outside, "the marker was written on its own, outside the MULTI/EXEC"),
     (exercises.check_ex08, charge_marker_in_multi_with_retries, "a transaction has no 'if'"),
     (exercises.check_ex08, charge_watching_the_balance, r"Redis\.transaction\(\) ran your function again"),
     (exercises.check_ex08, charge_with_a_blind_script, "your script charged each time it ran"),
-    (exercises.check_ex08, charge_swallowing_the_timeout, "charge returned normally although its request never "
-                                                          "reached the server"),
-    (exercises.check_ex08, charge_asking_only_after_a_timeout, "calling charge again with charge_id 'order-2', "
-                                                               "already charged, moved the balance by 100"),
+    (
+        exercises.check_ex08,
+        charge_swallowing_the_timeout,
+        "charge returned normally although its request never reached the server",
+    ),
+    (
+        exercises.check_ex08,
+        charge_asking_only_after_a_timeout,
+        "calling charge again with charge_id 'order-2', already charged, moved the balance by 100",
+    ),
 ]
 
 
-@pytest.mark.parametrize("check, wrong, reason", WRONG_ANSWERS,
-                         ids=[f"{c.__name__.removeprefix('check_')}-{w.__name__}" for c, w, _ in WRONG_ANSWERS])
+@pytest.mark.parametrize(
+    "check, wrong, reason",
+    WRONG_ANSWERS,
+    ids=[f"{c.__name__.removeprefix('check_')}-{w.__name__}" for c, w, _ in WRONG_ANSWERS],
+)
 def test_a_wrong_answer_is_refused_with_the_reason(check, wrong, reason, lab):
     with pytest.raises(NotSolved, match=reason) as refused:
         check(lab, wrong)

@@ -1,5 +1,6 @@
 """What keys a chapter's results: a change that can move a figure measures the chapter again, and
 nothing else does (comments, docstrings, layout, a port, another chapter's code it does not use)."""
+
 from __future__ import annotations
 
 import ast
@@ -19,12 +20,15 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 
 def test_a_notebook_reaches_its_chapter_and_the_harness_it_imports():
-    parts = {p.relative_to(REPO).as_posix(): names
-             for p, names in inputs.python_parts(REPO / "notebooks" / "07-implicit-pipelining.ipynb").items()}
+    parts = {
+        p.relative_to(REPO).as_posix(): names
+        for p, names in inputs.python_parts(REPO / "notebooks" / "07-implicit-pipelining.ipynb").items()
+    }
     assert {"pipelab/lab.py", "pipelab/measure.py", "pipelab/server.py"} <= parts.keys()
     assert all(names is None for path, names in parts.items() if path.startswith("pipelab/chapters/ch07"))
-    assert parts["pipelab/chapters/ch01.py"] and "PUBLISHED" in parts["pipelab/chapters/ch01.py"], \
+    assert parts["pipelab/chapters/ch01.py"] and "PUBLISHED" in parts["pipelab/chapters/ch01.py"], (
         "another chapter's module counts for what this one takes from it"
+    )
     assert not any(path.startswith("pipelab/chapters/ch06") for path in parts)
     assert "pipelab/settings.py" not in parts, "a port moves no figure"
 
@@ -41,8 +45,9 @@ def test_meaning_ignores_comments_docstrings_and_layout_but_not_code():
     assert inputs.python_meaning(code) == inputs.python_meaning("def f(x):\n\n    return (x +\n            1)\n")
     assert inputs.python_meaning(code) != inputs.python_meaning("def f(x):\n    return x + 2\n")
     java = '//DEPS a:b:1\nclass A { /* why */ String u = "http://x"; // note\n int n = 1; }\n'
-    assert inputs.java_meaning(java) == inputs.java_meaning('//DEPS a:b:1\nclass A {\n  String u = "http://x";\n'
-                                                            '  int n = 1;\n}\n')
+    assert inputs.java_meaning(java) == inputs.java_meaning(
+        '//DEPS a:b:1\nclass A {\n  String u = "http://x";\n  int n = 1;\n}\n'
+    )
     assert inputs.java_meaning(java) != inputs.java_meaning(java.replace("a:b:1", "a:b:2")), "//DEPS pins a client"
     assert inputs.java_meaning(java) != inputs.java_meaning(java.replace("http://x", "http://y"))
 
@@ -63,9 +68,16 @@ def test_settings_hold_plain_constants_only():
 
 def test_the_port_is_written_once_and_its_one_fallback_once():
     """Usage lines say "the lab's port"; a repository-wide replace would also hit uv.lock's hashes."""
-    sources = [p for p in [*(REPO / "pipelab").rglob("*.py"), *(REPO / "java-examples").rglob("*.java"),
-                           *(REPO / "notebooks").rglob("*.ipynb"), *(REPO / "site").rglob("*.md")]
-               if str(settings.DEFAULT_PORT) in p.read_text()]
+    sources = [
+        p
+        for p in [
+            *(REPO / "pipelab").rglob("*.py"),
+            *(REPO / "java-examples").rglob("*.java"),
+            *(REPO / "notebooks").rglob("*.ipynb"),
+            *(REPO / "site").rglob("*.md"),
+        ]
+        if str(settings.DEFAULT_PORT) in p.read_text()
+    ]
     assert sorted(p.relative_to(REPO).as_posix() for p in sources) == sorted(inputs.NOT_INPUTS)
 
 
@@ -74,9 +86,11 @@ def test_the_key_changes_with_each_input_and_only_then(tmp_path, monkeypatch):
     notebook = REPO / "notebooks" / "02-system-calls.ipynb"
     key = inputs.chapter_key(notebook, quick=True, server="s1", aliases=["ch02-depth"])
     assert key == inputs.chapter_key(notebook, quick=True, server="s1", aliases=["ch02-depth"])
-    for other in (inputs.chapter_key(notebook, quick=False, server="s1", aliases=["ch02-depth"]),
-                  inputs.chapter_key(notebook, quick=True, server="s2", aliases=["ch02-depth"]),
-                  inputs.chapter_key(notebook, quick=True, server="s1", aliases=[])):
+    for other in (
+        inputs.chapter_key(notebook, quick=False, server="s1", aliases=["ch02-depth"]),
+        inputs.chapter_key(notebook, quick=True, server="s2", aliases=["ch02-depth"]),
+        inputs.chapter_key(notebook, quick=True, server="s1", aliases=[]),
+    ):
         assert other["key"] != key["key"]
     (tmp_path / "build" / "notebooks").mkdir(parents=True)
     assert not inputs.unchanged(notebook, key), "never run: measure"
@@ -89,8 +103,13 @@ def test_the_key_changes_with_each_input_and_only_then(tmp_path, monkeypatch):
 
 
 # Which JBang aliases each chapter's run records (the committed reference holds the real ones).
-RAN = {"01": ["ch01-ping", "ch01-sadd"], "02": ["ch02-depth"], "06": ["ch02-depth", "ch06-cut", "ch06-push"],
-       "07": ["ch07-mux", "ch07-glide", "ch07-watch"], "08": ["ch08-lettuce", "ch08-jedis", "ch08-redisson"]}
+RAN = {
+    "01": ["ch01-ping", "ch01-sadd"],
+    "02": ["ch02-depth"],
+    "06": ["ch02-depth", "ch06-cut", "ch06-push"],
+    "07": ["ch07-mux", "ch07-glide", "ch07-watch"],
+    "08": ["ch08-lettuce", "ch08-jedis", "ch08-redisson"],
+}
 
 
 @pytest.fixture
@@ -114,24 +133,31 @@ def repo_copy(tmp_path, monkeypatch):
         stale = [chapter for chapter in now if inputs.changes(before[chapter], now[chapter])]
         before.update(now)  # the next edit is judged on its own
         return stale
+
     return edit
 
 
-@pytest.mark.parametrize("path, old, new", [
-    ("pipelab/server.py", "\nimport", "\n# a comment on why\nimport"),
-    ("pipelab/lab.py", '"""The lab a notebook opens', '"""A docstring, reworded: the lab a notebook opens'),
-    ("pipelab/lab.py", "\nclass ", "\n\n# a banner\n\nclass "),
-    ("java-examples/common/LabSupport.java", "final class LabSupport {", "/* why */ final class  LabSupport\n{"),
-    ("pipelab/settings.py", f"DEFAULT_PORT = {settings.DEFAULT_PORT}", "DEFAULT_PORT = 1"),
-    ("java-examples/common/LabDefaults.java", f"? {settings.DEFAULT_PORT} :", "? 1 :"),
-    ("uv.lock", "\n[[package]]", '\n[[package]]\nname = "ruff-like-tool"\nversion = "1.0"\n\n[[package]]'),
-])
+@pytest.mark.parametrize(
+    "path, old, new",
+    [
+        ("pipelab/server.py", "\nimport", "\n# a comment on why\nimport"),
+        ("pipelab/lab.py", '"""The lab a notebook opens', '"""A docstring, reworded: the lab a notebook opens'),
+        ("pipelab/lab.py", "\nclass ", "\n\n# a banner\n\nclass "),
+        ("java-examples/common/LabSupport.java", "final class LabSupport {", "/* why */ final class  LabSupport\n{"),
+        ("pipelab/settings.py", f"DEFAULT_PORT = {settings.DEFAULT_PORT}", "DEFAULT_PORT = 1"),
+        ("java-examples/common/LabDefaults.java", f"? {settings.DEFAULT_PORT} :", "? 1 :"),
+        ("uv.lock", "\n[[package]]", '\n[[package]]\nname = "ruff-like-tool"\nversion = "1.0"\n\n[[package]]'),
+    ],
+)
 def test_what_moves_no_figure_stales_no_chapter(repo_copy, path, old, new):
     assert repo_copy(path, old, new) == []
 
 
 def test_a_change_to_an_examples_code_stales_the_chapters_that_ran_it(repo_copy):
-    assert repo_copy("java-examples/ch02-system-calls/DepthBench.java", 'VALUE = "xxx"', 'VALUE = "xxy"') == ["02", "06"]
+    assert repo_copy("java-examples/ch02-system-calls/DepthBench.java", 'VALUE = "xxx"', 'VALUE = "xxy"') == [
+        "02",
+        "06",
+    ]
 
 
 def test_a_workload_size_stales_exactly_its_chapter(repo_copy):
@@ -145,7 +171,9 @@ def test_a_function_another_chapter_uses_stales_it_too(repo_copy):
 
 
 def test_make_book_chapter_numbers():
-    assert chapter_prefixes("3,4") == ["03", "04"] and chapter_prefixes(" 8 ") == ["08"] and chapter_prefixes("") is None
+    assert (
+        chapter_prefixes("3,4") == ["03", "04"] and chapter_prefixes(" 8 ") == ["08"] and chapter_prefixes("") is None
+    )
     with pytest.raises(LabError, match="chapter numbers"):
         chapter_prefixes("three")
 

@@ -1,4 +1,5 @@
 """Every JBang catalog entry builds; each example runs in quick mode and its JSON tells the truth."""
+
 from __future__ import annotations
 
 import json
@@ -7,27 +8,47 @@ import math
 import pytest
 
 from pipelab import jbang
-from pipelab.paths import REPO
-from pipelab.errors import LabError
 from pipelab.course import timings as course
+from pipelab.errors import LabError
+from pipelab.paths import REPO
 from tests.conftest import java_examples_run, needed_in_session
 
 ALIASES = sorted(jbang.catalog_aliases())
 EXAMPLES = [a for a in ALIASES if not a.startswith("ex")]  # the course's exercises: tests/test_course.py
 # Arguments after host and port for a quick run; None: the chapter's notebook test runs it (JMH takes
 # ~30 s; ch04-drop needs the proxy and its API; ch04-timeout's 100,000 SETs are the notebook's; chapter 5's examples need the notebook's cluster).
-QUICK_ARGS = {"ch01-ping": (300, 3), "ch01-sadd": (300, 2), "ch02-depth": (2000, 2, 1, "1,16,1000"),
-              "ch03-jedis": (1000, 2), "ch03-lettuce": (1000, 2), "ch03-spring": (1000, 2),
-              "ch03-redisson": (1000, 2), "ch03-jmh": None, "ch04-lrem": (100_000, 2, 1, "1000,10000,100000", 100), "ch04-errors": (1, 2),
-              "ch04-timeout": None, "ch04-drop": None, "ch05-sadd": None, "ch05-moved": None,
-              "ch06-cut": None, "ch06-push": None, "ch07-mux": None, "ch07-watch": None,
-              "ch07-glide": None, "ch08-lettuce": None, "ch08-jedis": None, "ch08-redisson": None,
-              "ch08-spring": None}
+QUICK_ARGS = {
+    "ch01-ping": (300, 3),
+    "ch01-sadd": (300, 2),
+    "ch02-depth": (2000, 2, 1, "1,16,1000"),
+    "ch03-jedis": (1000, 2),
+    "ch03-lettuce": (1000, 2),
+    "ch03-spring": (1000, 2),
+    "ch03-redisson": (1000, 2),
+    "ch03-jmh": None,
+    "ch04-lrem": (100_000, 2, 1, "1000,10000,100000", 100),
+    "ch04-errors": (1, 2),
+    "ch04-timeout": None,
+    "ch04-drop": None,
+    "ch05-sadd": None,
+    "ch05-moved": None,
+    "ch06-cut": None,
+    "ch06-push": None,
+    "ch07-mux": None,
+    "ch07-watch": None,
+    "ch07-glide": None,
+    "ch08-lettuce": None,
+    "ch08-jedis": None,
+    "ch08-redisson": None,
+    "ch08-spring": None,
+}
 
 
 def lrem_grows_ltrim_stays_flat(run) -> None:
-    usec = {way: {int(k.rsplit("_", 1)[1]): v for k, v in run.facts.items() if k.startswith(f"{way}_usec_per_call_")}
-            for way in ("lrem", "ltrim")}
+    usec = {
+        way: {int(k.rsplit("_", 1)[1]): v for k, v in run.facts.items() if k.startswith(f"{way}_usec_per_call_")}
+        for way in ("lrem", "ltrim")
+    }
     small, large = min(usec["lrem"]), max(usec["lrem"])
     assert large >= 100 * small, usec
     assert usec["lrem"][large] >= 5 * usec["lrem"][small], usec
@@ -141,5 +162,5 @@ public class EscapeCheck {{
 """)
     line = jbang.jbang([str(script)], quiet=True).stdout.strip().splitlines()[-1]
     parsed = json.loads(line)
-    assert parsed["key \" \\ \n \x01"] == "text \" \\ \n \x01 <&>"
+    assert parsed['key " \\ \n \x01'] == 'text " \\ \n \x01 <&>'
     assert math.isnan(parsed["nan"])

@@ -1,4 +1,5 @@
 """`make lab` as a trainee meets it: Redis already up, JupyterLab serving the exercises with the lab's kernel."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -10,14 +11,15 @@ import sys
 import time
 import urllib.request
 
+import browser
 import pytest
 import redis
 
 from pipelab import paths
-
-import browser
 from pipelab.server import free_port
 from tests.conftest import unavailable
+
+pytestmark = pytest.mark.redis  # starts real servers (or the lab) without the session's fixtures
 
 TOKEN = "pipelab-test"
 EXERCISE = "notebooks/exercises/01-pipeline-the-loop.ipynb"
@@ -26,23 +28,44 @@ EXERCISE = "notebooks/exercises/01-pipeline-the-loop.ipynb"
 @pytest.fixture(scope="module")
 def jupyterlab(isolated_build):
     reason = browser.browser_unavailable() or (
-        None if importlib.util.find_spec("jupyterlab") else "JupyterLab is missing: run make test or make lab")
+        None if importlib.util.find_spec("jupyterlab") else "JupyterLab is missing: run make test or make lab"
+    )
     if reason:
         unavailable(reason)
     redis_port, web_port = free_port(), free_port()
     # A fresh JupyterLab profile: no workspace from an earlier run, every cell rendered (no windowing, so
     # an output far down is in the page), and no news pop-up over the notebook.
     settings = isolated_build / "jupyterlab-settings"
-    for name, values in {"notebook-extension/tracker": '{"windowingMode": "none"}',
-                         "apputils-extension/notification": '{"fetchNews": "false"}'}.items():
+    for name, values in {
+        "notebook-extension/tracker": '{"windowingMode": "none"}',
+        "apputils-extension/notification": '{"fetchNews": "false"}',
+    }.items():
         path = settings / f"@jupyterlab/{name}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(values)
-    env = dict(os.environ, PIPELAB_PORT=str(redis_port), JUPYTERLAB_SETTINGS_DIR=str(settings),
-               JUPYTERLAB_WORKSPACES_DIR=str(isolated_build / "jupyterlab-workspaces"))
-    proc = subprocess.Popen([sys.executable, "-m", "pipelab", "lab", "--", f"--port={web_port}", "--no-browser",
-                             f"--IdentityProvider.token={TOKEN}"], env=env, cwd=paths.REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = dict(
+        os.environ,
+        PIPELAB_PORT=str(redis_port),
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(isolated_build / "jupyterlab-workspaces"),
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pipelab",
+            "lab",
+            "--",
+            f"--port={web_port}",
+            "--no-browser",
+            f"--IdentityProvider.token={TOKEN}",
+        ],
+        env=env,
+        cwd=paths.REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     base = f"http://127.0.0.1:{web_port}/"
     try:
         deadline = time.monotonic() + 90

@@ -1,5 +1,6 @@
 """The harness's layout holds: notebooks stay thin and import only the lab and their chapter, the lab
 core imports no chapter, and neither imports the book build or the course."""
+
 from __future__ import annotations
 
 import ast
@@ -39,7 +40,9 @@ def package_of(path) -> str:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.relative_to(REPO / "notebooks").as_posix())
 def test_notebook_cells_are_thin(path):
-    fat = [(i, len(src.splitlines())) for i, src in enumerate(code_cells(path)) if len(src.splitlines()) > MAX_CELL_LINES]
+    fat = [
+        (i, len(src.splitlines())) for i, src in enumerate(code_cells(path)) if len(src.splitlines()) > MAX_CELL_LINES
+    ]
     assert not fat, f"code cells over {MAX_CELL_LINES} lines (cell, lines): {fat}; move the code to the chapter module"
 
 

@@ -1,4 +1,5 @@
 """The README's module map names every module of the harness, and nothing that is not there."""
+
 from __future__ import annotations
 
 import re

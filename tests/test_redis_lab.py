@@ -1,4 +1,5 @@
 """The embedded Redis and the safety rules, on a real redis-server."""
+
 from __future__ import annotations
 
 import socket
@@ -8,6 +9,8 @@ import pytest
 from pipelab.errors import LabError
 from pipelab.lab import Session
 from pipelab.server import EmbeddedRedis, check_ownership, delete_lab_keys, free_port, port_is_free
+
+pytestmark = pytest.mark.redis  # starts real servers (or the lab) without the session's fixtures
 
 
 def test_embedded_redis_listens_on_loopback_without_persistence_and_stops(other_redis):
@@ -59,8 +62,10 @@ def test_redis_url_to_nowhere_is_one_sentence(monkeypatch):
 def test_asking_for_rtt_without_toxiproxy_is_one_sentence(session):
     from pipelab.lab import Lab
 
-    lab = Lab(dict(session.describe(), toxiproxy_api=None, proxy_url=None,
-                   proxy_note="No toxiproxy: install Go ..."), quick=True)
+    lab = Lab(
+        dict(session.describe(), toxiproxy_api=None, proxy_url=None, proxy_note="No toxiproxy: install Go ..."),
+        quick=True,
+    )
     with pytest.raises(LabError, match="Cannot inject 1 ms of RTT: No toxiproxy"):
         with lab.rtt(1):
             pass

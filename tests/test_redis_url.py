@@ -1,6 +1,7 @@
 """REDIS_URL as redis-py reads it: a password with reserved characters reaches the server decoded,
 a wrong one is one sentence, and rediss:// asks for TLS. Against a password-protected server the
 test starts itself."""
+
 from __future__ import annotations
 
 from urllib.parse import quote
@@ -11,6 +12,8 @@ from pipelab.errors import LabError
 from pipelab.lab import Session
 from pipelab.server import EmbeddedRedis, free_port
 from tests.conftest import run_cli
+
+pytestmark = pytest.mark.redis  # starts real servers (or the lab) without the session's fixtures
 
 PASSWORD = "p@ss:w/rd%#?"  # every character a URL reserves
 

@@ -1,6 +1,7 @@
 """The reference run: plots drawn from results files alone, the site built from the committed
 reference before the reader measures anything (and saying so), the figures written into the
 Markdown for GitHub's readers, and `pipelab reference` copying only what it should."""
+
 from __future__ import annotations
 
 import json
@@ -11,15 +12,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
 
-from pipelab import Measurement, chapters, paths, plots, results  # noqa: E402
-from pipelab.book import build as book  # noqa: E402
-from pipelab.book import hooks, inputs, markers, reference, sitecheck  # noqa: E402
-from pipelab.errors import LabError  # noqa: E402
-from pipelab.chapters import ch01  # noqa: E402
-from tests.conftest import document, run_cli, unavailable  # noqa: E402
+from pipelab import Measurement, chapters, paths, plots, results
+from pipelab.book import build as book
+from pipelab.book import hooks, inputs, markers, reference, sitecheck
+from pipelab.chapters import ch01
+from pipelab.errors import LabError
+from tests.conftest import document, run_cli, unavailable
 
 SOURCES = sorted((paths.REPO / "site").rglob("*.md"))
 NO_REFERENCE = "pipelab/reference_run/ holds no reference run yet: `make reference` makes one, for the lead to commit"
@@ -74,16 +75,24 @@ def test_the_lab_saves_the_registered_plot_drawn_from_the_file_it_wrote(lab, mon
 
 # --- figures in the prose --------------------------------------------------------------------
 
+
 def test_writing_the_references_figures_into_the_markdown_is_idempotent(tmp_path):
-    document(tmp_path, "chx/run", summary={"speedup": results.quantity(12.34, "x"),
-                                           "outcome": results.quantity(0, "count", "OK | Error")})
-    bare = ("Pipelined, {{ chx/run#speedup }} faster;\n"
-            "{{ chx/run#outcome }} and `{{ chx/run#outcome }}`, {{ chx/run#gone }}.\n")
+    document(
+        tmp_path,
+        "chx/run",
+        summary={"speedup": results.quantity(12.34, "x"), "outcome": results.quantity(0, "count", "OK | Error")},
+    )
+    bare = (
+        "Pipelined, {{ chx/run#speedup }} faster;\n"
+        "{{ chx/run#outcome }} and `{{ chx/run#outcome }}`, {{ chx/run#gone }}.\n"
+    )
     once = reference.with_values(bare, tmp_path)
-    assert once == ("Pipelined, <span><!--{{ chx/run#speedup }}-->12.3x</span> faster;\n"
-                    "<span><!--{{ chx/run#outcome }}-->OK \\| Error</span> and "
-                    "<span><!--{{ chx/run#outcome }}-->`OK \\| Error`</span>, "
-                    "<span><!--{{ chx/run#gone }}-->–</span>.\n")
+    assert once == (
+        "Pipelined, <span><!--{{ chx/run#speedup }}-->12.3x</span> faster;\n"
+        "<span><!--{{ chx/run#outcome }}-->OK \\| Error</span> and "
+        "<span><!--{{ chx/run#outcome }}-->`OK \\| Error`</span>, "
+        "<span><!--{{ chx/run#gone }}-->–</span>.\n"
+    )
     assert reference.with_values(once, tmp_path) == once
     assert markers.values(once) == markers.values(bare)
     document(tmp_path, "chx/run", summary={"speedup": results.quantity(3.0, "x")})  # a new reference run
@@ -92,8 +101,11 @@ def test_writing_the_references_figures_into_the_markdown_is_idempotent(tmp_path
 
 
 def test_the_committed_markdown_shows_the_references_figures():
-    stale = [md.relative_to(paths.REPO).as_posix() for md in [*SOURCES, paths.REPO / "README.md"]
-             if reference.with_values(md.read_text()) != md.read_text()]
+    stale = [
+        md.relative_to(paths.REPO).as_posix()
+        for md in [*SOURCES, paths.REPO / "README.md"]
+        if reference.with_values(md.read_text()) != md.read_text()
+    ]
     assert not stale, f"run `make reference FROM_RESULTS=1` (or `pipelab reference`): stale figures in {stale}"
 
 
@@ -104,10 +116,16 @@ def test_the_site_shows_the_readers_figure_and_else_the_references_marked(tmp_pa
     document(paths.reference_dir(), "chx/both", summary={"k": results.quantity(9.0, "x")})
     document(paths.results_dir(), "chx/both", summary={"k": results.quantity(1.5, "x")})  # the reader's own
     page = SimpleNamespace(file=SimpleNamespace(src_uri="chapters/x.md"))
-    source = hooks.on_page_markdown("<span><!--{{ chx/both#k }}-->9.0x</span>, {{ chx/ref-only#k }}, "
-                                    "`{{ chx/ref-only#k }}`, {{ chx/neither#k }}", page, None, None)
-    assert source == (f'1.5x, <span class="ref" title="{hooks.REFERENCE_TITLE}">2.5x</span>, '
-                      f'<span class="ref" title="{hooks.REFERENCE_TITLE}">`2.5x`</span>, _{hooks.NOT_YET}_')
+    source = hooks.on_page_markdown(
+        "<span><!--{{ chx/both#k }}-->9.0x</span>, {{ chx/ref-only#k }}, `{{ chx/ref-only#k }}`, {{ chx/neither#k }}",
+        page,
+        None,
+        None,
+    )
+    assert source == (
+        f'1.5x, <span class="ref" title="{hooks.REFERENCE_TITLE}">2.5x</span>, '
+        f'<span class="ref" title="{hooks.REFERENCE_TITLE}">`2.5x`</span>, _{hooks.NOT_YET}_'
+    )
 
 
 def test_a_results_file_older_than_its_plot_says_so_on_the_page(tmp_path, monkeypatch):
@@ -115,15 +133,24 @@ def test_a_results_file_older_than_its_plot_says_so_on_the_page(tmp_path, monkey
     monkeypatch.setenv("PIPELAB_REFERENCE", str(tmp_path / "reference"))
     document(paths.results_dir(), "ch02/busy-loop", params={"n": 100, "depth": 100})  # no histogram yet
     rtts = [0, 1]
-    sweep = [Measurement(f"{mode} @ {rtt}", 10, [0.01], {"mode": mode, "rtt_ms": rtt, "via_proxy": rtt > 0})
-             for rtt in rtts for mode in ("single", "pipelined")]
-    document(paths.reference_dir(), "ch01/rtt-sweep", sweep, params={"rtts_ms": rtts, "depth": 1_000},
-             environment={"measured_at": "2026-11-23T19:02:47+00:00", "cpu_model": "AMD EPYC", "cpu_count": 2})
+    sweep = [
+        Measurement(f"{mode} @ {rtt}", 10, [0.01], {"mode": mode, "rtt_ms": rtt, "via_proxy": rtt > 0})
+        for rtt in rtts
+        for mode in ("single", "pipelined")
+    ]
+    document(
+        paths.reference_dir(),
+        "ch01/rtt-sweep",
+        sweep,
+        params={"rtts_ms": rtts, "depth": 1_000},
+        environment={"measured_at": "2026-11-23T19:02:47+00:00", "cpu_model": "AMD EPYC", "cpu_count": 2},
+    )
     assert hooks._draw_plots() == ["ch01/rtt-sweep"]
     assert "predates the plot" in hooks._plot("ch02/busy-loop", 1)
     assert hooks._plot("ch01/rtt-sweep", 1).endswith(
         "<figcaption>The reference machine's run (measured 2026-11-23 on AMD EPYC, 2 CPUs): run <code>make book</code> "
-        "for your own.</figcaption>\n</figure>")
+        "for your own.</figcaption>\n</figure>"
+    )
     assert hooks.NOT_YET[1:] in hooks._plot("ch01/ping-10k", 1)
 
 
@@ -137,8 +164,11 @@ def test_a_site_built_before_the_reader_measures_reads_from_the_reference(unmeas
         unavailable(NO_REFERENCE)  # a failure in CI: the committed reference is what readers see
     code, stderr, site = unmeasured_sites["reference"]
     assert code == 0, stderr
-    problems = [f"{page.relative_to(site)}: says not measured yet" for page in sorted(site.rglob("*.html"))
-                if "not measured yet" in re.sub(r"<[^>]+>", "", page.read_text()).lower()]
+    problems = [
+        f"{page.relative_to(site)}: says not measured yet"
+        for page in sorted(site.rglob("*.html"))
+        if "not measured yet" in re.sub(r"<[^>]+>", "", page.read_text()).lower()
+    ]
     for md, names in plot_markers().items():
         html = html_of(site, md)
         for name in names:
@@ -159,6 +189,7 @@ def test_a_site_built_before_the_reader_measures_reads_from_the_reference(unmeas
 
 # --- pipelab reference -----------------------------------------------------------------------
 
+
 def run_of_every_chapter(base, quick=False) -> None:
     for chapter in reference.chapters():
         results.save(f"{chapter}/run", environment={"quick_mode": quick}, base=base)
@@ -168,8 +199,7 @@ def record_runs(aliases: dict[str, list[str]]) -> None:
     """What `make book` records of each chapter's run: its inputs, with the JBang aliases it ran."""
     for notebook in book.notebooks():
         chapter = f"ch{notebook.name[:2]}"
-        inputs.record(notebook, inputs.chapter_key(notebook, quick=False, server="s",
-                                                   aliases=aliases.get(chapter, [])))
+        inputs.record(notebook, inputs.chapter_key(notebook, quick=False, server="s", aliases=aliases.get(chapter, [])))
 
 
 def test_publishing_copies_every_chapters_results_and_nothing_else(tmp_path, monkeypatch):
@@ -185,8 +215,9 @@ def test_publishing_copies_every_chapters_results_and_nothing_else(tmp_path, mon
     (target / ".gitkeep").write_text("")
     names = reference.publish(source, target)
     assert names == [f"{chapter}/run" for chapter in reference.chapters()] and len(names) == 8
-    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()) == \
-        [".gitkeep"] + [f"{name}.json" for name in names] + [reference.SOURCES]
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()) == [".gitkeep"] + [
+        f"{name}.json" for name in names
+    ] + [reference.SOURCES]
     assert results.load("ch01/run", target) == results.load("ch01/run", source)
     assert reference.stale_chapters(target) == {}, "the run is recorded as made from the sources as they are"
     made_from = json.loads((target / reference.SOURCES).read_text())
@@ -198,8 +229,9 @@ def test_the_committed_reference_was_made_from_every_chapters_current_sources():
     if not committed_reference():
         unavailable(NO_REFERENCE)
     stale = reference.stale_chapters()
-    assert not stale, (f"changed since the reference run: {stale}; run `make reference` and commit "
-                       "pipelab/reference_run/")
+    assert not stale, (
+        f"changed since the reference run: {stale}; run `make reference` and commit pipelab/reference_run/"
+    )
 
 
 @pytest.mark.parametrize("broken", ["quick", "missing chapter"])
@@ -209,8 +241,9 @@ def test_publishing_refuses_a_quick_or_partial_run_in_one_sentence(tmp_path, bro
     if broken == "missing chapter":
         (source / "ch03" / "run.json").unlink()
     results.save("ch01/kept", environment={}, base=target)
-    done = run_cli("reference", "--from-results",
-                   env={"PIPELAB_BUILD": str(tmp_path / "build"), "PIPELAB_REFERENCE": str(target)})
+    done = run_cli(
+        "reference", "--from-results", env={"PIPELAB_BUILD": str(tmp_path / "build"), "PIPELAB_REFERENCE": str(target)}
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1 and ("quick run" if broken == "quick" else "chapter 3") in done.stderr
     assert results.names(target) == ["ch01/kept"], "the reference is left as it was"

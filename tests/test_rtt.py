@@ -1,4 +1,5 @@
 """Injected RTT through a real toxiproxy: single commands obey 1/RTT, pipelines do not."""
+
 from __future__ import annotations
 
 from pipelab.chapters import ch01
@@ -33,8 +34,11 @@ def test_half_a_millisecond_is_a_mean_between_0_and_1_ms(rtt_lab):
     with rtt_lab.rtt(1) as link:
         c = link.client()
         one = rtt_lab.measure("1", lambda: ch01.ping_one_by_one(c, 300), ops=300, repeat=5)
+
     # The fastest of five runs: scheduling noise on a busy machine only ever adds, the toxic does not.
-    fastest_ms = lambda m: m.min / m.ops * 1e3  # noqa: E731
+    def fastest_ms(m):
+        return m.min / m.ops * 1e3
+
     added_ms = fastest_ms(half) - fastest_ms(base)
     step_ms = fastest_ms(one) - fastest_ms(half)
     assert added_ms > 0.2, f"0.5 ms toxic added only {added_ms:.2f} ms per round trip"

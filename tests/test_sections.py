@@ -5,6 +5,7 @@ classes the chapter notebooks called (tests/section_trace.py recorded them insid
 named section of a Java file belongs to an example the notebooks ran, and every method it declares is
 called from outside it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -19,8 +20,10 @@ from pipelab.paths import REPO
 from tests.conftest import java_examples_run
 
 INCLUDE = re.compile(r'--8<--\s+"([^":]+):([\w-]+)"')
-JAVA_METHOD = re.compile(r"^\s*(?:(?:public|private|protected|static|final|synchronized|abstract)\s+)*"
-                         r"(?:<[^>]+>\s+)?[\w.<>\[\], ?]+\s+(\w+)\s*\([^;{]*\)?\s*(?:throws [\w., ]+)?\{?\s*$")
+JAVA_METHOD = re.compile(
+    r"^\s*(?:(?:public|private|protected|static|final|synchronized|abstract)\s+)*"
+    r"(?:<[^>]+>\s+)?[\w.<>\[\], ?]+\s+(\w+)\s*\([^;{]*\)?\s*(?:throws [\w., ]+)?\{?\s*$"
+)
 NOT_METHODS = {"if", "for", "while", "switch", "catch", "return", "new", "else", "try", "synchronized"}
 
 
@@ -44,8 +47,11 @@ def section_span(path: str, name: str) -> range:
 def python_definitions(path: str, span: range) -> list[str]:
     """The top-level functions and classes a section defines (nested ones run with their parent)."""
     tree = ast.parse((REPO / path).read_text())
-    return [node.name for node in tree.body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.lineno in span]
+    return [
+        node.name
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.lineno in span
+    ]
 
 
 def module_of(path: str) -> str:
@@ -78,8 +84,9 @@ def aliases_for(path: str) -> set[str]:
     found = set()
     for alias, entry in catalog.items():
         script = REPO / entry["script-ref"]
-        sources = {script.resolve()} | {(script.parent / s.strip()).resolve()
-                                         for s in re.findall(r"^//SOURCES\s+(.+)$", script.read_text(), re.M)}
+        sources = {script.resolve()} | {
+            (script.parent / s.strip()).resolve() for s in re.findall(r"^//SOURCES\s+(.+)$", script.read_text(), re.M)
+        }
         if target in sources:
             found.add(alias)
     return found
@@ -102,8 +109,10 @@ def test_every_python_section_on_the_site_runs_in_the_quick_book(path, section, 
     names = python_definitions(path, section_span(path, section))
     assert names, f"{path}:{section} shows no function"
     never = [name for name in names if f"{module_of(path)}:{name}" not in called]
-    assert not never, (f"{path}:{section} (on {', '.join(included_sections()[(path, section)])}) shows "
-                       f"{', '.join(never)}, which no chapter notebook runs")
+    assert not never, (
+        f"{path}:{section} (on {', '.join(included_sections()[(path, section)])}) shows "
+        f"{', '.join(never)}, which no chapter notebook runs"
+    )
 
 
 @pytest.mark.parametrize("path,section", [s for s in SECTIONS if s[0].endswith(".java")])
@@ -114,8 +123,9 @@ def test_every_java_section_on_the_site_is_run_by_the_quick_book(path, section, 
     span = section_span(path, section)
     methods = java_methods(path, span)
     assert methods, f"{path}:{section} declares no method"
-    files = {REPO / path} | {REPO / json.loads((REPO / "jbang-catalog.json").read_text())["aliases"][a]["script-ref"]
-                             for a in aliases}
+    files = {REPO / path} | {
+        REPO / json.loads((REPO / "jbang-catalog.json").read_text())["aliases"][a]["script-ref"] for a in aliases
+    }
     uncalled = []
     for name, line in methods.items():
         calls = sum(len(re.findall(rf"\b{name}\s*\(|::{name}\b", f.read_text())) for f in files)
@@ -127,9 +137,13 @@ def test_every_java_section_on_the_site_is_run_by_the_quick_book(path, section, 
 def test_the_checks_find_what_they_look_for():
     """The parsers above, on this repository's own files (a check that finds nothing proves nothing)."""
     assert python_definitions("pipelab/measure.py", section_span("pipelab/measure.py", "measure")) == ["measure"]
-    assert "Probe" in python_definitions("pipelab/chapters/ch04.py", section_span("pipelab/chapters/ch04.py", "instruments"))
+    assert "Probe" in python_definitions(
+        "pipelab/chapters/ch04/instruments.py", section_span("pipelab/chapters/ch04/instruments.py", "instruments")
+    )
     assert module_of("pipelab/chapters/ch01.py") == "pipelab.chapters.ch01"
-    assert {"ping_one_by_one", "ping_pipelined", "handshake_pipelined"} <= set(section_targets()["pipelab.chapters.ch01"])
+    assert {"ping_one_by_one", "ping_pipelined", "handshake_pipelined"} <= set(
+        section_targets()["pipelab.chapters.ch01"]
+    )
     assert aliases_for("java-examples/common/LabSupport.java") >= {"ch01-ping", "ch02-depth"}
     assert JAVA_METHOD.match("    static long sendPipelined(Jedis jedis, int n) {").group(1) == "sendPipelined"
     assert JAVA_METHOD.match("    public static void main(String[] args) throws Exception {").group(1) == "main"

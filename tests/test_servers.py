@@ -1,5 +1,6 @@
 """The embedded server: Redis 8 by default, PIPELAB_SERVER picks another bundled build or a binary,
 a missing default falls back with one line, and a bad choice is one sentence."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,6 +10,8 @@ from pipelab.errors import LabError
 from pipelab.server import EmbeddedRedis, ServerBuild, find_redis_server, free_port, server_builds
 from tests.conftest import run_cli
 from tests.test_errors import assert_one_sentence
+
+pytestmark = pytest.mark.redis  # starts real servers (or the lab) without the session's fixtures
 
 MAJOR = {"redis": "8.", "valkey": "9.", "redis7": "7.0.", "redis6": "6.2."}
 
@@ -67,8 +70,13 @@ def test_a_named_server_that_is_not_installed_is_refused(monkeypatch):
         find_redis_server()
 
 
-@pytest.mark.parametrize("choice, fragment", [("redis9", "is not one of redis, valkey, redis7, redis6"),
-                                              ("/nowhere/redis-server", "is not an executable server")])
+@pytest.mark.parametrize(
+    "choice, fragment",
+    [
+        ("redis9", "is not one of redis, valkey, redis7, redis6"),
+        ("/nowhere/redis-server", "is not an executable server"),
+    ],
+)
 def test_a_bad_choice_is_one_sentence_from_the_command_line(choice, fragment):
     done = run_cli("book", "--no-site", env={"PIPELAB_SERVER": choice})
     assert_one_sentence(done, f"PIPELAB_SERVER={choice}" if "/" in choice else "PIPELAB_SERVER='redis9'", fragment)

@@ -3,17 +3,17 @@ under Playwright), with screenshots in build/screenshots/ to look at after the r
 
 Each check returns one line per problem; a test fails with "page: problem" for all of them at once.
 """
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import browser
 import pytest
 
 from pipelab import paths
 from pipelab.book import sitecheck
-
-import browser
 from pipelab.book.markers import BLOCK
 from pipelab.chapters.claims import NOT_MEASURED
 from tests.conftest import unavailable
@@ -56,7 +56,8 @@ def test_the_link_check_reports_a_missing_file_and_a_missing_anchor(tmp_path):
         ' <a href="mailto:x@example.org">m</a> <img src="data:image/png;base64,AA==">'
         ' <a href="javascript:void(0)">j</a>'
         ' <a href="missing/">broken</a> <a href="ok/#nowhere">broken</a> <a href="/ok/#top">broken</a>'
-        ' <a href="../../etc/passwd">outside</a> <a href="https://example.org/a#b">external</a></p>')
+        ' <a href="../../etc/passwd">outside</a> <a href="https://example.org/a#b">external</a></p>'
+    )
     assert sitecheck.check_links(tmp_path) == [
         "index.html: missing/ → no such file missing/index.html",
         'index.html: ok/#nowhere → no id "nowhere" in ok/index.html',
@@ -99,6 +100,7 @@ def test_every_page_opens_without_errors(tab, pages):
 
 
 # What each chapter page must show, checked in the browser. Each returns problems, one line each.
+
 
 def first_paragraph_asks(tab, markdown: str) -> list[str]:
     text = (tab.page.locator("article > p").all_inner_texts() or [""])[0]

@@ -1,4 +1,5 @@
 """The harness's pure parts: URL parsing, the toxic plan, timing, results, the report."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,9 @@ def test_parse_url_decodes_reserved_characters_and_knows_tls():
     assert tls.client().connection_pool.connection_class.__name__ == "SSLConnection"
 
 
-@pytest.mark.parametrize("bad", ["localhost:6379", "http://127.0.0.1:6379", "redis://127.0.0.1:port",
-                                 "redis://127.0.0.1:6379/x", "redis://"])
+@pytest.mark.parametrize(
+    "bad", ["localhost:6379", "http://127.0.0.1:6379", "redis://127.0.0.1:port", "redis://127.0.0.1:6379/x", "redis://"]
+)
 def test_parse_url_rejects_malformed_urls_with_one_sentence(bad):
     with pytest.raises(LabError, match="REDIS_URL must look like redis://"):
         parse_url(bad)
@@ -44,7 +46,10 @@ def test_parse_url_rejects_malformed_urls_with_one_sentence(bad):
 
 def test_toxic_plan_splits_whole_milliseconds_over_both_directions():
     assert toxic_plan(0) == []
-    lat = lambda rtt: {t["stream"]: t["attributes"]["latency"] for t in toxic_plan(rtt)}
+
+    def lat(rtt):
+        return {t["stream"]: t["attributes"]["latency"] for t in toxic_plan(rtt)}
+
     assert lat(1) == {"upstream": 1}
     assert lat(2) == {"upstream": 1, "downstream": 1}
     assert lat(5) == {"upstream": 3, "downstream": 2}
@@ -91,8 +96,12 @@ def test_figure_formats_each_unit():
 
 def _fake_results(base, quick=False, **summary):
     env = {"redis_version": "6.2.14", "quick_mode": quick, "java_clients": {"jedis": "8.0.2"}}
-    results.save("ch01/ping-10k", environment=env, base=base,
-                 summary={k: results.quantity(v, "x" if "speedup" in k else "s") for k, v in summary.items()})
+    results.save(
+        "ch01/ping-10k",
+        environment=env,
+        base=base,
+        summary={k: results.quantity(v, "x" if "speedup" in k else "s") for k, v in summary.items()},
+    )
 
 
 def test_report_puts_the_readers_figure_beside_the_published_one_and_the_references(tmp_path):
@@ -123,7 +132,9 @@ def test_before_the_reader_measures_the_ratio_is_the_references_and_says_so(tmp_
     assert "not measured" not in table
     env = report.environment_table("ch01", tmp_path / "none", ref)
     assert env.startswith("_The reference machine's environment (measured ") and "| Version | 6.2.14 |" in env
-    assert report.environment_table("ch01", tmp_path / "none", tmp_path / "none") == "_Not measured yet: run `make book`._"
+    assert (
+        report.environment_table("ch01", tmp_path / "none", tmp_path / "none") == "_Not measured yet: run `make book`._"
+    )
 
 
 def test_report_flags_quick_mode(tmp_path):
@@ -139,9 +150,11 @@ def test_published_arithmetic():
 
 def test_parameters_are_injected_after_the_tagged_cell():
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# t"),
-                nbformat.v4.new_code_cell("QUICK = None", metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell("print(QUICK)")]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# t"),
+        nbformat.v4.new_code_cell("QUICK = None", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("print(QUICK)"),
+    ]
     book.inject_parameters(nb, {"QUICK": True})
     assert nb.cells[2].source == "QUICK = True"
     assert nb.cells[2].metadata["tags"] == ["injected-parameters"]
@@ -167,8 +180,12 @@ def test_results_load_into_one_tidy_frame_and_the_spread_table_reads_it(tmp_path
     fast = Measurement("pipelined", 100, [0.010, 0.012, 0.020], {"depth": 100}, [0.050])
     slow = Measurement("one by one", 100, [1.0, 1.1], {"depth": 1})
     once = Measurement("single", 1, [0.5])
-    results.save("chx/depth", environment={"redis_version": "8.2.3", "quick_mode": False}, measurements=[fast, slow],
-                 base=tmp_path)
+    results.save(
+        "chx/depth",
+        environment={"redis_version": "8.2.3", "quick_mode": False},
+        measurements=[fast, slow],
+        base=tmp_path,
+    )
     results.save("chy/other", environment={}, measurements=[once], base=tmp_path)
     frame = results.results_frame(base=tmp_path)
     assert len(frame) == 4 + 2 + 1 and frame["warmup"].sum() == 1

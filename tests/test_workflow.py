@@ -1,5 +1,6 @@
 """The repository host's workflow: actionlint (built with `go install`, as toxiproxy is) finds nothing,
 and the jobs run the reader's own commands in the order the site needs: tests, book, Pages."""
+
 from __future__ import annotations
 
 import os
@@ -24,8 +25,13 @@ def actionlint() -> str:
     go = shutil.which("go")
     if not go:
         unavailable("no Go to build actionlint with")
-    done = subprocess.run([go, "install", f"{ACTIONLINT}@{ACTIONLINT_VERSION}"], capture_output=True, text=True,
-                          env=dict(os.environ, GOBIN=str(target), GOFLAGS="-modcacherw"), timeout=600)
+    done = subprocess.run(
+        [go, "install", f"{ACTIONLINT}@{ACTIONLINT_VERSION}"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, GOBIN=str(target), GOFLAGS="-modcacherw"),
+        timeout=600,
+    )
     if done.returncode != 0:
         unavailable(f"go install actionlint failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
     return str(built)
@@ -42,5 +48,8 @@ def test_the_workflow_tests_then_builds_the_book_then_deploys_it():
     assert "make test" in runs["test"], "CI runs what .ci/run runs"
     assert jobs["site"]["needs"] == "test" and "make book" in runs["site"]
     assert any(step.get("with", {}).get("path") == "build/site" for step in jobs["site"]["steps"])
-    assert jobs["deploy"]["needs"] == "site" and jobs["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
+    assert jobs["deploy"]["needs"] == "site" and jobs["deploy"]["permissions"] == {
+        "pages": "write",
+        "id-token": "write",
+    }
     assert "pull_request" in jobs["site"]["if"], "a pull request is tested, never published"

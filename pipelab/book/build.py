@@ -1,4 +1,5 @@
 """The book build: execute every notebook against the lab's Redis, then build the site."""
+
 from __future__ import annotations
 
 import json
@@ -9,6 +10,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+from tqdm import tqdm
 
 from .. import jbang
 from ..errors import LabError
@@ -22,11 +28,17 @@ def kernel_env() -> dict:
     """Point Jupyter at a kernelspec for this very interpreter, so notebooks run with the lab's packages."""
     spec_dir = build_dir() / "jupyter" / "kernels" / "python3"
     spec_dir.mkdir(parents=True, exist_ok=True)
-    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": "Python 3 (pipelab)", "language": "python"}
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (pipelab)",
+        "language": "python",
+    }
     (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
-    return {"JUPYTER_PATH": str(build_dir() / "jupyter"), "JUPYTER_PLATFORM_DIRS": "1",
-            "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    return {
+        "JUPYTER_PATH": str(build_dir() / "jupyter"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
 
 
 def notebooks(only: list[str] | None = None) -> list[Path]:
@@ -40,7 +52,6 @@ def notebooks(only: list[str] | None = None) -> list[Path]:
 
 def inject_parameters(nb, params: dict) -> None:
     """Papermill's convention: a cell after the one tagged 'parameters' overrides its values."""
-    import nbformat  # noqa: PLC0415
 
     source = "\n".join(f"{k} = {v!r}" for k, v in params.items())
     cell = nbformat.v4.new_code_cell(source, metadata={"tags": ["injected-parameters"]})
@@ -53,26 +64,27 @@ def inject_parameters(nb, params: dict) -> None:
 
 def execute(source: Path, target: Path, params: dict, timeout: int = 3600) -> Path:
     """Run every cell; a cell that raises fails the build, and the failing copy is kept for reading."""
-    import nbformat  # noqa: PLC0415
-    from nbclient import NotebookClient  # noqa: PLC0415
-    from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
-    from tqdm import tqdm  # noqa: PLC0415
 
     nb = nbformat.read(source, as_version=4)
     inject_parameters(nb, params)
     code_cells = sum(1 for c in nb.cells if c.cell_type == "code")
     bar = tqdm(total=code_cells, desc=source.stem, unit="cell", disable=not sys.stderr.isatty())
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(source.parent)}},
-                            on_cell_executed=lambda **_: bar.update(1))
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(source.parent)}},
+        on_cell_executed=lambda **_: bar.update(1),
+    )
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         client.execute()
     except CellExecutionError as err:
         nbformat.write(nb, target)
         summary = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip().splitlines()  # no terminal colours
-        raise LabError(f"Notebook {source.name} failed: {summary[-1] if summary else err}; "
-                       f"the partly executed copy is {target}.") from None
+        raise LabError(
+            f"Notebook {source.name} failed: {summary[-1] if summary else err}; the partly executed copy is {target}."
+        ) from None
     finally:
         bar.close()
     nbformat.write(nb, target)
@@ -85,8 +97,9 @@ def attach_kernels(session_env: dict) -> None:
     os.environ.update(session_env, **kernel_env(), PIPELAB_PROGRESS="0")
 
 
-def run_notebooks(session_env: dict, quick: bool, only: list[str] | None = None, *, server: str | None = None,
-                  fresh: bool = True) -> list[Path]:
+def run_notebooks(
+    session_env: dict, quick: bool, only: list[str] | None = None, *, server: str | None = None, fresh: bool = True
+) -> list[Path]:
     """Execute the notebooks; with `server` (the server's identity) and not `fresh`, a chapter whose
     inputs are unchanged since its last run keeps its results and is not measured again."""
     attach_kernels(session_env)
@@ -95,8 +108,11 @@ def run_notebooks(session_env: dict, quick: bool, only: list[str] | None = None,
         last = inputs.last_run(source) if server else None
         key = inputs.chapter_key(source, quick=quick, server=server, aliases=last["aliases"]) if last else None
         if key and not fresh and inputs.unchanged(source, key):
-            print(f"pipelab: {source.relative_to(REPO)} unchanged since its last run (inputs {key['key'][:12]}); "
-                  "keeping its results (FRESH=1 measures it again)", flush=True)
+            print(
+                f"pipelab: {source.relative_to(REPO)} unchanged since its last run (inputs {key['key'][:12]}); "
+                "keeping its results (FRESH=1 measures it again)",
+                flush=True,
+            )
             done.append(notebooks_out_dir() / source.name)
             continue
         print(f"pipelab: executing {source.relative_to(REPO)} {'(quick mode)' if quick else ''}", flush=True)
@@ -129,8 +145,12 @@ def execute_noting_java(source: Path, params: dict) -> Path:
 
 def build_site(site_dir: Path | None = None) -> Path:
     site_dir = site_dir or build_dir() / "site"
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
-                          cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         problems = [line for line in done.stderr.splitlines() if "WARNING" in line or "ERROR" in line]
         raise LabError(f"mkdocs build --strict failed: {(problems or done.stderr.splitlines() or ['?'])[0]}")

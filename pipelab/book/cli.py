@@ -1,4 +1,5 @@
 """`pipelab`: the commands behind the Makefile (make book, make lab, make serve, make reference)."""
+
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,7 @@ def _term_as_interrupt(*_):
 
 
 def chapter_prefixes(text: str | None) -> list[str] | None:
-    """"3,4" or "03 4" -> ["03", "04"]: what `make book CHAPTERS=3,4` passes."""
+    """ "3,4" or "03 4" -> ["03", "04"]: what `make book CHAPTERS=3,4` passes."""
     if not text:
         return None
     out = []
@@ -38,15 +39,19 @@ def measure(*, quick: bool, only: list[str] | None, fresh: bool) -> None:
     jbang.require_jdk()
     jbang.jbang_argv(["version"])  # fetch JBang now, not in the middle of a notebook
     with Session() as session:
-        print(f"pipelab: Redis at {session.endpoint.url} ({'started by the lab' if session.owned else 'REDIS_URL'}); "
-              f"RTT injection: {session.proxy_note}", flush=True)
+        print(
+            f"pipelab: Redis at {session.endpoint.url} ({'started by the lab' if session.owned else 'REDIS_URL'}); "
+            f"RTT injection: {session.proxy_note}",
+            flush=True,
+        )
         book.run_notebooks(session.env(), quick=quick, only=only, server=session.server_identity(), fresh=fresh)
 
 
 def cmd_book(args) -> int:
     started = time.monotonic()
-    measure(quick=args.quick, only=(args.only or []) + (chapter_prefixes(args.chapters) or []) or None,
-            fresh=args.fresh)
+    measure(
+        quick=args.quick, only=(args.only or []) + (chapter_prefixes(args.chapters) or []) or None, fresh=args.fresh
+    )
     if not args.no_site:
         index = book.build_site()
         print(f"pipelab: site built: {index}")
@@ -61,8 +66,7 @@ def cmd_reference(args) -> int:
         measure(quick=False, only=None, fresh=True)  # every chapter, full sizes, nothing kept from before
         took["book_s"] = time.monotonic() - started
     names = reference.publish()
-    print(f"pipelab: {len(names)} results files of {len(reference.chapters())} chapters copied into "
-          f"{reference_dir()}")
+    print(f"pipelab: {len(names)} results files of {len(reference.chapters())} chapters copied into {reference_dir()}")
     if not args.from_results:
         started = time.monotonic()
         print(f"pipelab: site built: {book.build_site()}")
@@ -86,8 +90,10 @@ def cmd_course(args) -> int:
 def cmd_prefetch(args) -> int:
     jbang.require_jdk()
     fetched = course.prefetch()
-    print("pipelab: fetched " + ", ".join(f"{k.removesuffix('_bytes')} {v['text']}" for k, v in fetched.items()
-                                          if k.endswith("_bytes")))
+    print(
+        "pipelab: fetched "
+        + ", ".join(f"{k.removesuffix('_bytes')} {v['text']}" for k, v in fetched.items() if k.endswith("_bytes"))
+    )
     print("pipelab: ready: the course needs no more downloads on this machine.")
     return 0
 
@@ -128,8 +134,10 @@ def cmd_lab(args) -> int:
         if args.no_jupyter:
             print(f"pipelab: for JBang examples: jbang ch01-ping {session.endpoint.host} {session.endpoint.port}")
             if session.proxy_endpoint is not None:  # ch04-drop goes through the proxy and drives its API
-                print(f"pipelab: through toxiproxy: jbang ch04-drop {session.proxy_endpoint.host} "
-                      f"{session.proxy_endpoint.port} 20000 {session.toxiproxy.api_url} {proxy.PROXY_NAME}")
+                print(
+                    f"pipelab: through toxiproxy: jbang ch04-drop {session.proxy_endpoint.host} "
+                    f"{session.proxy_endpoint.port} 20000 {session.toxiproxy.api_url} {proxy.PROXY_NAME}"
+                )
             return _hold(None, env)
         argv = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--ServerApp.root_dir={REPO}"]
         if os.geteuid() == 0:  # containers and training VMs often run as root; Jupyter refuses unless told
@@ -139,8 +147,9 @@ def cmd_lab(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    return subprocess.run([sys.executable, "-m", "mkdocs", "serve", "--dev-addr", f"127.0.0.1:{args.port}"],
-                          cwd=REPO).returncode
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "serve", "--dev-addr", f"127.0.0.1:{args.port}"], cwd=REPO
+    ).returncode
 
 
 def cmd_jbang(args) -> int:
@@ -167,17 +176,24 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--no-site", action="store_true", help="measure only")
     b.set_defaults(func=cmd_book)
     sub.add_parser("site", help="build the site from the results there are").set_defaults(func=cmd_site)
-    r = sub.add_parser("reference", help="measure the whole book afresh and make it the reference run in "
-                                         "pipelab/reference_run (commit it), with its figures in the Markdown")
-    r.add_argument("--from-results", action="store_true",
-                   help="measure nothing: make build/results (every chapter, full sizes) the reference")
+    r = sub.add_parser(
+        "reference",
+        help="measure the whole book afresh and make it the reference run in "
+        "pipelab/reference_run (commit it), with its figures in the Markdown",
+    )
+    r.add_argument(
+        "--from-results",
+        action="store_true",
+        help="measure nothing: make build/results (every chapter, full sizes) the reference",
+    )
     r.set_defaults(func=cmd_reference)
     c = sub.add_parser("course", help="run and time every exercise's solution (Python and Java)")
     c.add_argument("--quick", action="store_true", help="one run each, small sizes")
     c.add_argument("--no-site", action="store_true", help="time the solutions, leave the site as it is")
     c.set_defaults(func=cmd_course)
     sub.add_parser("prefetch", help="fetch and compile everything the course needs, now").set_defaults(
-        func=cmd_prefetch)
+        func=cmd_prefetch
+    )
     k = sub.add_parser("linkcheck", help="check every link of the built site in build/site")
     k.add_argument("--external", action="store_true", help="also fetch links to other sites (needs the network)")
     k.set_defaults(func=cmd_linkcheck)

@@ -13,6 +13,7 @@ Each results file is the reader's (build/results) when they have it, else the re
 (pipelab/reference_run), and the page marks what comes from the reference. With neither (a reference
 not committed yet), every marker says so instead of failing.
 """
+
 from __future__ import annotations
 
 import logging
@@ -25,9 +26,9 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
 matplotlib.use("Agg")  # plots go to files only, also under `make serve` on a desktop
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from pipelab import chapters, paths, plots  # noqa: E402
+from pipelab import chapters, paths, plots
 from pipelab.book import markers, reference, report
 from pipelab.chapters import claims
 from pipelab.course import timings as course
@@ -96,16 +97,20 @@ def _draw_plots() -> list[str]:
 def _plot(name: str, depth: int) -> str:
     doc, from_reference = reference.shown(name)
     if doc is None:
-        return f"!!! info \"Plot {name}\"\n    {NOT_YET[0].upper() + NOT_YET[1:]}."
+        return f'!!! info "Plot {name}"\n    {NOT_YET[0].upper() + NOT_YET[1:]}.'
     if not (_figures() / f"{name}.png").exists():
-        return (f"!!! info \"Plot {name}\"\n    Its results file predates the plot and lacks what it draws: "
-                f"`make book CHAPTER={int(name[2:4])}` measures the chapter again.")
+        return (
+            f'!!! info "Plot {name}"\n    Its results file predates the plot and lacks what it draws: '
+            f"`make book CHAPTER={int(name[2:4])}` measures the chapter again."
+        )
     image = f"![{doc.get('plot_alt') or name}]({'../' * depth}figures/{name}.png){{ loading=lazy }}"
     if not from_reference:
         return image
-    return (f'<figure markdown="span">\n{image}\n<figcaption>The reference machine\'s run '
-            f"({reference.provenance(doc['environment'])}): run <code>make book</code> for your own."
-            "</figcaption>\n</figure>")
+    return (
+        f'<figure markdown="span">\n{image}\n<figcaption>The reference machine\'s run '
+        f"({reference.provenance(doc['environment'])}): run <code>make book</code> for your own."
+        "</figcaption>\n</figure>"
+    )
 
 
 def on_page_markdown(markdown, page, config, files):

@@ -11,6 +11,7 @@ The key covers what can change a figure, by meaning rather than by bytes:
 - the book's own packages in the lock (name and version; the test and lab extras do not count);
 - the server binary, quick or full, and the machine (CPU model and count, OS, Python).
 """
+
 from __future__ import annotations
 
 import ast
@@ -59,8 +60,12 @@ def _uses(path: Path, nodes: list[ast.AST]) -> dict[str, set[str] | None]:
             used[module] = None if names is None or old is None else old | names
 
     def attributes_of(alias: str) -> set[str]:  # `from . import ch01` ... ch01.sadd_keys
-        return {n.attr for node in nodes for n in ast.walk(node)
-                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == alias}
+        return {
+            n.attr
+            for node in nodes
+            for n in ast.walk(node)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == alias
+        }
 
     for node in (n for top in nodes for n in ast.walk(top)):
         if isinstance(node, ast.Import):
@@ -115,8 +120,12 @@ def _slice(tree: ast.Module, names: set[str] | None) -> list[ast.stmt]:
 def _whole(path: Path, own: str) -> bool:
     """The harness and the chapter's own modules count whole; another chapter's, only what is used."""
     rel = path.relative_to(REPO).parts
-    return not (rel[:2] == ("pipelab", "chapters") and len(rel) > 2 and rel[2].startswith("ch")
-                and not rel[2].startswith(f"ch{own}"))
+    return not (
+        rel[:2] == ("pipelab", "chapters")
+        and len(rel) > 2
+        and rel[2].startswith("ch")
+        and not rel[2].startswith(f"ch{own}")
+    )
 
 
 def _notebook_code(notebook: Path) -> str:
@@ -183,13 +192,18 @@ def java_files(aliases: list[str]) -> list[Path]:
 
 # --------------------------------------------------------------------- what a file means
 
+
 class _NoDocstrings(ast.NodeTransformer):
     def generic_visit(self, node):
         super().generic_visit(node)
         body = getattr(node, "body", None)
-        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             node.body = body[1:] or [ast.Pass()]
         return node
 
@@ -208,9 +222,12 @@ def python_meaning(source: str, names: set[str] | None = None) -> str:
 
 # A Java token stream: strings and chars kept whole (a "//" inside one is no comment), comments dropped
 # except JBang's directives (//DEPS, //SOURCES, //JAVA_OPTIONS ...), which decide what runs.
-JAVA_TOKENS = re.compile(r'"""(?:.|\n)*?"""|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
-                         r"|(?P<directive>^//[A-Z_]+\b.*$)|(?P<comment>//.*$|/\*(?:.|\n)*?\*/)"
-                         r"|\w+|[^\s\w]", re.MULTILINE)
+JAVA_TOKENS = re.compile(
+    r'"""(?:.|\n)*?"""|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
+    r"|(?P<directive>^//[A-Z_]+\b.*$)|(?P<comment>//.*$|/\*(?:.|\n)*?\*/)"
+    r"|\w+|[^\s\w]",
+    re.MULTILINE,
+)
 
 
 def java_meaning(source: str) -> str:
@@ -257,15 +274,27 @@ def digests(paths: list[Path]) -> dict[str, str]:
 
 # --------------------------------------------------------------------- a chapter's key
 
+
 def machine() -> dict:
     model = ""
     try:
-        model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                      if line.startswith("model name")), "")
+        model = next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            "",
+        )
     except OSError:
         pass
-    return {"cpu": model or platform.processor(), "cpus": os.cpu_count(), "os": platform.system(),
-            "arch": platform.machine(), "python": platform.python_version()}
+    return {
+        "cpu": model or platform.processor(),
+        "cpus": os.cpu_count(),
+        "os": platform.system(),
+        "arch": platform.machine(),
+        "python": platform.python_version(),
+    }
 
 
 def server_identity(binary: str) -> str:
@@ -277,10 +306,19 @@ def sources(notebook: Path, aliases: list[str]) -> dict:
     """The chapter's own inputs by meaning: its notebook, the pipelab modules it reaches, the Java
     sources of the `aliases` it ran, and the lock (what the committed reference run records, machine
     and server aside)."""
-    python = {_name(path) + ("" if names is None else " (what this chapter uses)"):
-              _sha(python_meaning(path.read_text(), names)) for path, names in python_parts(notebook).items()}
-    return {"notebook": _sha(meaning(notebook)), "python": python,
-            "aliases": sorted(set(aliases)), "java": digests(java_files(aliases)), "lock": _sha(lock_meaning())}
+    python = {
+        _name(path) + ("" if names is None else " (what this chapter uses)"): _sha(
+            python_meaning(path.read_text(), names)
+        )
+        for path, names in python_parts(notebook).items()
+    }
+    return {
+        "notebook": _sha(meaning(notebook)),
+        "python": python,
+        "aliases": sorted(set(aliases)),
+        "java": digests(java_files(aliases)),
+        "lock": _sha(lock_meaning()),
+    }
 
 
 def changes(made_from: dict, now: dict) -> list[str]:
@@ -321,8 +359,7 @@ def last_run(notebook: Path) -> dict | None:
 def unchanged(notebook: Path, key: dict) -> bool:
     """True when the chapter's last run had this key and its executed notebook is still there."""
     last = last_run(notebook)
-    return (last is not None and last.get("key") == key["key"]
-            and (build_dir() / "notebooks" / notebook.name).exists())
+    return last is not None and last.get("key") == key["key"] and (build_dir() / "notebooks" / notebook.name).exists()
 
 
 def record(notebook: Path, key: dict) -> None:

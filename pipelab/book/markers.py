@@ -9,6 +9,7 @@ a code figure. As `pipelab reference` writes it: <span><!--{{ ch01/ping-10k#pyth
 where GitHub shows the reference's value and hides the comment (a span, unlike a comment, may open a
 line without ending the paragraph there); a code figure keeps its backticks around the value.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,9 +17,11 @@ from dataclasses import dataclass
 
 BLOCK = re.compile(r"<!--\s*pipelab:(figures|env|plot|spread|course)\s+([\w/.-]+)\s*-->")
 
-VALUE = re.compile(r"<span><!--\{\{\s*(?P<name>[\w/.-]+)#(?P<key>\w+)\s*\}\}-->"
-                   r"(?P<code>`?)(?P<shown>.*?)(?P=code)</span>"
-                   r"|(?P<bare_code>`?)\{\{\s*(?P<bare_name>[\w/.-]+)#(?P<bare_key>\w+)\s*\}\}(?P=bare_code)")
+VALUE = re.compile(
+    r"<span><!--\{\{\s*(?P<name>[\w/.-]+)#(?P<key>\w+)\s*\}\}-->"
+    r"(?P<code>`?)(?P<shown>.*?)(?P=code)</span>"
+    r"|(?P<bare_code>`?)\{\{\s*(?P<bare_name>[\w/.-]+)#(?P<bare_key>\w+)\s*\}\}(?P=bare_code)"
+)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ fully before the reader measures anything. `pipelab reference` copies build/resu
 writes its values into the Markdown for readers of the repository on GitHub; the site shows the
 reader's own results wherever they exist, and the reference's, marked as such, elsewhere.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,10 +25,12 @@ TEST_TIME = "test-time.json"  # in build/: the last whole `make test` (tests/con
 def with_values(markdown: str, reference: Path | None = None) -> str:
     """Every figure marker of `markdown`, bare or written before, written again with the reference's
     value (NOT_MEASURED where it has none). Idempotent: a second pass changes nothing."""
+
     def write(match: re.Match) -> str:
         marker = markers.value(match)
         figure = results.summary_value(marker.name, marker.key, reference or paths.reference_dir())
         return marker.written(figure["text"] if figure else NOT_MEASURED)
+
     return markers.VALUE.sub(write, markdown)
 
 
@@ -73,13 +76,16 @@ def publish(source: Path | None = None, target: Path | None = None) -> list[str]
     for chapter in chapters():
         found = results.names(source, chapter)
         if not found:
-            raise LabError(f"{source} holds no results of chapter {int(chapter[2:])}; `make reference` measures "
-                           "every chapter.")
+            raise LabError(
+                f"{source} holds no results of chapter {int(chapter[2:])}; `make reference` measures every chapter."
+            )
         names += found
     quick = [name for name in names if results.load(name, source)["environment"].get("quick_mode")]
     if quick:
-        raise LabError(f"{results.path_for(quick[0], source)} comes from a quick run ({len(quick)} results files "
-                       "do), and the reference needs the full sizes; `make reference` measures them.")
+        raise LabError(
+            f"{results.path_for(quick[0], source)} comes from a quick run ({len(quick)} results files "
+            "do), and the reference needs the full sizes; `make reference` measures them."
+        )
     made_from = {chapter: run_sources(chapter) for chapter in chapters()}
     for old in (p for p in target.glob("ch*") if p.is_dir()) if target.exists() else ():
         shutil.rmtree(old)
@@ -99,8 +105,10 @@ def run_sources(chapter: str) -> dict:
     it ran, the lock), as the run recorded it; refused when no run recorded it."""
     last = inputs.last_run(_notebook(chapter))
     if last is None:
-        raise LabError(f"No record of what chapter {int(chapter[2:])}'s last run was made from (build/inputs); "
-                       "`make reference` measures it and records it.")
+        raise LabError(
+            f"No record of what chapter {int(chapter[2:])}'s last run was made from (build/inputs); "
+            "`make reference` measures it and records it."
+        )
     return {part: last[part] for part in ("notebook", "python", "aliases", "java", "lock")}
 
 
@@ -108,8 +116,10 @@ def current_sources(reference: Path | None = None) -> dict:
     """{chapter: its sources as the working tree has them now}, for the Java examples each chapter's
     reference run ran (none for a chapter it does not record)."""
     made_from = recorded_sources(reference)
-    return {chapter: inputs.sources(_notebook(chapter), made_from.get(chapter, {}).get("aliases", []))
-            for chapter in chapters()}
+    return {
+        chapter: inputs.sources(_notebook(chapter), made_from.get(chapter, {}).get("aliases", []))
+        for chapter in chapters()
+    }
 
 
 def recorded_sources(reference: Path | None = None) -> dict:
@@ -131,16 +141,23 @@ def save_timings(book_s: float | None = None, site_s: float | None = None, targe
     on this machine when there was one. The README's figures read it, like the prose's."""
     summary = {f"{chapter}_s": _whole_seconds(_seconds(chapter)) for chapter in chapters()}
     tests = json.loads(test_time.read_text()) if (test_time := paths.build_dir() / TEST_TIME).exists() else {}
-    summary |= {"book_s": _whole_seconds(book_s), "site_s": _whole_seconds(site_s),
-                "book_min": results.quantity(round(book_s / 60, 1) if book_s else None, "num"),
-                "test_s": _whole_seconds(tests.get("seconds"))}
+    summary |= {
+        "book_s": _whole_seconds(book_s),
+        "site_s": _whole_seconds(site_s),
+        "book_min": results.quantity(round(book_s / 60, 1) if book_s else None, "num"),
+        "test_s": _whole_seconds(tests.get("seconds")),
+    }
     # `make reference FROM_RESULTS=1` times nothing: what it did not time stays as the last run had it.
     before = (results.load(TIMINGS, target or paths.reference_dir()) or {}).get("summary", {})
     kept = sorted(key for key, figure in summary.items() if figure["value"] is None and key in before)
     summary |= {key: before[key] for key in kept}
-    return results.save(TIMINGS, environment={"cpu_count": os.cpu_count(), "cpu_model": envinfo.cpu_model()},
-                        params={"tests_measured_at": tests.get("measured_at"), "kept_from_the_last_run": kept},
-                        summary=summary, base=target or paths.reference_dir())
+    return results.save(
+        TIMINGS,
+        environment={"cpu_count": os.cpu_count(), "cpu_model": envinfo.cpu_model()},
+        params={"tests_measured_at": tests.get("measured_at"), "kept_from_the_last_run": kept},
+        summary=summary,
+        base=target or paths.reference_dir(),
+    )
 
 
 def _seconds(chapter: str) -> float | None:
@@ -150,6 +167,6 @@ def _seconds(chapter: str) -> float | None:
 
 
 def _whole_seconds(seconds: float | None) -> dict:
-    return results.quantity(None if seconds is None else round(seconds), "s",
-                            None if seconds is None else f"{seconds:.0f} s")
-
+    return results.quantity(
+        None if seconds is None else round(seconds), "s", None if seconds is None else f"{seconds:.0f} s"
+    )

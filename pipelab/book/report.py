@@ -2,6 +2,7 @@
 environment a chapter was measured in, and how far the repetitions of every measurement spread.
 Each is the reader's run (`base`, build/results) when there is one, else the reference run's
 (`reference`, pipelab/reference_run), which the table then says."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,14 +12,24 @@ from ..chapters import claims
 from ..results import md_table
 from .reference import provenance
 
-
-ENV_FIELDS = [("server", "Server"), ("redis_version", "Version"), ("mem_allocator", "Allocator"),
-              ("io_threads", "io-threads"), ("redis_py", "redis-py"), ("hiredis", "hiredis"),
-              ("valkey_glide", "Valkey GLIDE (Python)"),
-              ("java_clients", "Java clients"), ("python", "Python"), ("cpu_count", "CPUs"),
-              ("cpu_model", "CPU"), ("kernel", "Linux kernel"), ("toxiproxy", "RTT injection"),
-              ("quick_mode", "Quick mode"), ("lock_sha256", "Python lock (uv.lock, SHA-256)"),
-              ("measured_at", "Measured at")]
+ENV_FIELDS = [
+    ("server", "Server"),
+    ("redis_version", "Version"),
+    ("mem_allocator", "Allocator"),
+    ("io_threads", "io-threads"),
+    ("redis_py", "redis-py"),
+    ("hiredis", "hiredis"),
+    ("valkey_glide", "Valkey GLIDE (Python)"),
+    ("java_clients", "Java clients"),
+    ("python", "Python"),
+    ("cpu_count", "CPUs"),
+    ("cpu_model", "CPU"),
+    ("kernel", "Linux kernel"),
+    ("toxiproxy", "RTT injection"),
+    ("quick_mode", "Quick mode"),
+    ("lock_sha256", "Python lock (uv.lock, SHA-256)"),
+    ("measured_at", "Measured at"),
+]
 
 
 def _environments(chapter: str, base: Path) -> list[dict]:
@@ -59,30 +70,65 @@ def spread_tables(base: Path | None = None, reference: Path | None = None) -> st
         reference = reference or paths.reference_dir()
         frame, whose = results.results_frame(base=reference), "the reference machine's run"
         if len(frame):
-            note = f" ({provenance(results.load(results.names(reference)[0], reference)['environment'])}; " \
-                   "`make book` measures yours)"
+            note = (
+                f" ({provenance(results.load(results.names(reference)[0], reference)['environment'])}; "
+                "`make book` measures yours)"
+            )
     every = results.summarize(frame, by=("chapter", "experiment", "measurement", "label")) if len(frame) else frame
     every = every[every["n"] > 1] if len(every) else every
     if not len(every):
         return "_Not measured yet: run `make book`._"
-    every = every.assign(file=every["chapter"] + "/" + every["experiment"],
-                         warm=every["first_warmup_s"] / every["median_s"])
-    pct = lambda v: f"{v:.0%}"  # noqa: E731
-    times = lambda v: "–" if v != v else f"{v:.2f}x"  # noqa: E731  (NaN: no warm-up was kept)
+    every = every.assign(
+        file=every["chapter"] + "/" + every["experiment"], warm=every["first_warmup_s"] / every["median_s"]
+    )
+
+    def pct(v):
+        return f"{v:.0%}"
+
+    # NaN: no warm-up was kept
+    def times(v):
+        return "–" if v != v else f"{v:.2f}x"
+
     summary = []
     for name, group in every.groupby("file", sort=True):
         widest = group.loc[group["spread"].idxmax()]
-        summary.append([name, len(group), pct(group["spread"].median()), f"{pct(widest['spread'])} ({widest['label']})",
-                        times(group["warm"].median())])
-    rows = [[r.file, r.label, r.n, results.format_value(r.median_s, "s"), results.format_value(r.min_s, "s"),
-             results.format_value(r.max_s, "s"), pct(r.spread), times(r.warm)] for r in every.itertuples()]
-    lines = [f"{whose.capitalize()}{note} holds {len(every)} measurements with repetitions. Half of them spread by "
-             f"{pct(every['spread'].median())} or less from fastest to slowest repetition; the widest spread was "
-             f"{pct(every['spread'].max())}.", "",
-             md_table(["Results file", "Measurements", "Median spread", "Widest spread",
-                       "First warm-up ÷ median (median)"], summary), "",
-             f'??? info "Every measurement of {whose}"', ""]
-    table = md_table(["Results file", "Measurement", "n", "Median", "Fastest", "Slowest", "Spread",
-                      "First warm-up ÷ median"], rows)
+        summary.append(
+            [
+                name,
+                len(group),
+                pct(group["spread"].median()),
+                f"{pct(widest['spread'])} ({widest['label']})",
+                times(group["warm"].median()),
+            ]
+        )
+    rows = [
+        [
+            r.file,
+            r.label,
+            r.n,
+            results.format_value(r.median_s, "s"),
+            results.format_value(r.min_s, "s"),
+            results.format_value(r.max_s, "s"),
+            pct(r.spread),
+            times(r.warm),
+        ]
+        for r in every.itertuples()
+    ]
+    lines = [
+        f"{whose.capitalize()}{note} holds {len(every)} measurements with repetitions. Half of them spread by "
+        f"{pct(every['spread'].median())} or less from fastest to slowest repetition; the widest spread was "
+        f"{pct(every['spread'].max())}.",
+        "",
+        md_table(
+            ["Results file", "Measurements", "Median spread", "Widest spread", "First warm-up ÷ median (median)"],
+            summary,
+        ),
+        "",
+        f'??? info "Every measurement of {whose}"',
+        "",
+    ]
+    table = md_table(
+        ["Results file", "Measurement", "n", "Median", "Fastest", "Slowest", "Spread", "First warm-up ÷ median"], rows
+    )
     lines += ["    " + line for line in table.splitlines()]
     return "\n".join(lines)

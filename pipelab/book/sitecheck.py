@@ -3,6 +3,7 @@ and the pages its navigation lists. The browser that opens them lives with the t
 
 Problems are one line each, "page: link → what is wrong", so a failure names the page to fix.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -67,7 +68,7 @@ def check_links(site_dir: Path) -> list[str]:
                 problems.append(f"{name}: {link} → no such file {target.relative_to(site_dir).as_posix()}")
             elif parts.fragment and target in pages and unquote(parts.fragment) not in pages[target].ids:
                 where = "on this page" if target == page else f"in {target.relative_to(site_dir).as_posix()}"
-                problems.append(f"{name}: {link} → no id \"{unquote(parts.fragment)}\" {where}")
+                problems.append(f'{name}: {link} → no id "{unquote(parts.fragment)}" {where}')
     return problems
 
 
@@ -104,8 +105,11 @@ def check_external_links(site_dir: Path, timeout: float = 5) -> list[str]:
     links = external_links(site_dir)
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         answers = dict(zip(links, pool.map(lambda url: _fetch_problem(url, timeout), links)))
-    return [f"{pages[0]}{f' (and {len(pages) - 1} more)' if len(pages) > 1 else ''}: {url} → {answers[url]}"
-            for url, pages in links.items() if answers[url]]
+    return [
+        f"{pages[0]}{f' (and {len(pages) - 1} more)' if len(pages) > 1 else ''}: {url} → {answers[url]}"
+        for url, pages in links.items()
+        if answers[url]
+    ]
 
 
 def nav_pages(site_dir: Path) -> list[str]:

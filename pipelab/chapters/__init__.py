@@ -1,5 +1,6 @@
 """The book's content, one module per chapter: its workloads, parameters, summaries, plots and
 claims (pipelab.chapters.ch01 ... ch08). Notebooks import their chapter's module."""
+
 from __future__ import annotations
 
 import importlib

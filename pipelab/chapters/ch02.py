@@ -1,4 +1,5 @@
 """Chapter 2, system calls: what the server and the client do per command, and per batch."""
+
 from __future__ import annotations
 
 import os
@@ -11,11 +12,11 @@ import redis
 from matplotlib.figure import Figure
 
 from .. import observe, plots
-from ..params import Size
-from ..server import PREFIX as LAB_PREFIX
 from ..measure import Measurement
+from ..params import Size
 from ..resp import connect, encode, read_bytes
 from ..results import md_table, quantity
+from ..server import PREFIX as LAB_PREFIX
 from .ch01 import ping_pipelined
 from .claims import Claim, Published
 
@@ -32,6 +33,8 @@ def set_in_batches(r: redis.Redis, n: int, depth: int, key: str = LAB_PREFIX + "
         replies = pipe.execute()
         assert len(replies) == batch
         sent += batch
+
+
 # --8<-- [end:depth]
 
 
@@ -46,6 +49,8 @@ def get_in_batches(r: redis.Redis, n: int, batch: int, key: str) -> None:
             pipe.get(key)
         pipe.execute()
         done += size
+
+
 # --8<-- [end:batches]
 
 
@@ -87,6 +92,8 @@ def pings_round_trips(sock: socket.socket, n: int) -> None:
     for _ in range(n):
         sock.sendall(one)
         read_bytes(sock, len(b"+PONG\r\n"))  # wait for each reply: no pipelining
+
+
 # --8<-- [end:raw]
 
 
@@ -98,7 +105,7 @@ SYS_DEPTHS = Size(full=[1, 2, 4, 10, 100, 1_000, 10_000], quick=[1, 10, 100, 1_0
 N_SYS = Size(full=20_000, quick=2_000)
 N_STRACE = Size(full=5_000, quick=1_000)
 STRACE_DEPTHS = (1, 1_000)
-DEPTHS = Size(full=[2 ** i for i in range(14)], quick=[1, 4, 16, 64, 256])  # 1 ... 8,192
+DEPTHS = Size(full=[2**i for i in range(14)], quick=[1, 4, 16, 64, 256])  # 1 ... 8,192
 BENCH_DEPTH = 1_000  # where Jedis is held against redis-benchmark
 N_PY = Size(full=20_000, quick=3_000)  # SETs per redis-py sample ...
 PY_ROUND_TRIPS = 2_000  # ... but at most this many batches, so depth 1 stays short
@@ -122,6 +129,7 @@ def java_depths(depths: list[int]) -> list[int]:
 
 # --- system calls per command ------------------------------------------------------------------
 
+
 def measure_syscalls(counters, r: redis.Redis, depths: list[int], n: int) -> dict:
     """Server reads and writes per command at each depth, from INFO counter deltas."""
     per_command = {}
@@ -129,8 +137,11 @@ def measure_syscalls(counters, r: redis.Redis, depths: list[int], n: int) -> dic
         sets = max(n, 2 * depth)
         with counters.measure() as delta:
             set_in_batches(r, sets, depth)
-        per_command[depth] = {"reads": delta.per_command("total_reads_processed"),
-                              "writes": delta.per_command("total_writes_processed"), "n": sets}
+        per_command[depth] = {
+            "reads": delta.per_command("total_reads_processed"),
+            "writes": delta.per_command("total_writes_processed"),
+            "n": sets,
+        }
     return per_command
 
 
@@ -141,12 +152,18 @@ def measure_strace(r: redis.Redis, server_pid: int | None, n: int) -> tuple[dict
         if server_pid is None:
             raise observe.StraceUnavailable("the server is not a process on this machine")
         for depth in STRACE_DEPTHS:
-            with observe.strace_count(server_pid) as server, \
-                 observe.strace_count(os.getpid(), all_threads=False, only="%network") as client:
+            with (
+                observe.strace_count(server_pid) as server,
+                observe.strace_count(os.getpid(), all_threads=False, only="%network") as client,
+            ):
                 set_in_batches(r, n, depth)
-            rows[depth] = {"server read": server.get("read", 0) / n, "server write": server.get("write", 0) / n,
-                           "server epoll_wait": server.get("epoll_wait", 0) / n,
-                           "client sendto": client.get("sendto", 0) / n, "client recvfrom": client.get("recvfrom", 0) / n}
+            rows[depth] = {
+                "server read": server.get("read", 0) / n,
+                "server write": server.get("write", 0) / n,
+                "server epoll_wait": server.get("epoll_wait", 0) / n,
+                "client sendto": client.get("sendto", 0) / n,
+                "client recvfrom": client.get("recvfrom", 0) / n,
+            }
     except observe.StraceUnavailable as err:
         return {}, f"strace skipped: {err}"
     return rows, None
@@ -154,8 +171,10 @@ def measure_strace(r: redis.Redis, server_pid: int | None, n: int) -> tuple[dict
 
 def strace_table(rows: dict) -> str:
     low, high = STRACE_DEPTHS
-    return md_table(["system calls per command", f"depth {low:,}", f"depth {high:,}"],
-                    [[name, f"{rows[low][name]:.3f}", f"{rows[high][name]:.4f}"] for name in rows[low]])
+    return md_table(
+        ["system calls per command", f"depth {low:,}", f"depth {high:,}"],
+        [[name, f"{rows[low][name]:.3f}", f"{rows[high][name]:.4f}"] for name in rows[low]],
+    )
 
 
 @plots.draws("ch02/syscalls")
@@ -177,18 +196,23 @@ SYSCALLS_ALT = "Log-log chart: server reads and writes per command fall as 1/dep
 
 
 def syscalls_summary(per_command: dict, strace_rows: dict) -> dict:
-    straced = lambda depth, name: strace_rows[depth][name] if strace_rows else None  # noqa: E731
-    return {"reads_per_cmd_depth1": quantity(per_command[1]["reads"], "num"),
-            "writes_per_cmd_depth1": quantity(per_command[1]["writes"], "num"),
-            "reads_per_cmd_depth1000": quantity(per_command[1_000]["reads"], "num"),
-            "writes_per_cmd_depth1000": quantity(per_command[1_000]["writes"], "num"),
-            "commands_per_read_depth1000": quantity(1 / per_command[1_000]["reads"], "num"),
-            "strace_client_sends_depth1": quantity(straced(1, "client sendto"), "num"),
-            "strace_server_epoll_depth1": quantity(straced(1, "server epoll_wait"), "num"),
-            "strace_server_epoll_depth1000": quantity(straced(1_000, "server epoll_wait"), "num")}
+    def straced(depth, name):
+        return strace_rows[depth][name] if strace_rows else None
+
+    return {
+        "reads_per_cmd_depth1": quantity(per_command[1]["reads"], "num"),
+        "writes_per_cmd_depth1": quantity(per_command[1]["writes"], "num"),
+        "reads_per_cmd_depth1000": quantity(per_command[1_000]["reads"], "num"),
+        "writes_per_cmd_depth1000": quantity(per_command[1_000]["writes"], "num"),
+        "commands_per_read_depth1000": quantity(1 / per_command[1_000]["reads"], "num"),
+        "strace_client_sends_depth1": quantity(straced(1, "client sendto"), "num"),
+        "strace_server_epoll_depth1": quantity(straced(1, "server epoll_wait"), "num"),
+        "strace_server_epoll_depth1000": quantity(straced(1_000, "server epoll_wait"), "num"),
+    }
 
 
 # --- throughput against depth --------------------------------------------------------------------
+
 
 def measure_depth_python(lab, counters, r: redis.Redis, depths: list[int], n: int, repeat: int):
     """redis-py's SET rate at each depth, with the client's and the server's CPU share during the run."""
@@ -196,8 +220,14 @@ def measure_depth_python(lab, counters, r: redis.Redis, depths: list[int], n: in
     for depth in depths:
         sets = max(depth, min(n, PY_ROUND_TRIPS * depth))
         with counters.measure() as delta:
-            runs[depth] = lab.measure(f"redis-py depth {depth}", lambda: set_in_batches(r, sets, depth),
-                                      ops=sets, repeat=repeat, depth=depth, client="redis-py")
+            runs[depth] = lab.measure(
+                f"redis-py depth {depth}",
+                lambda: set_in_batches(r, sets, depth),
+                ops=sets,
+                repeat=repeat,
+                depth=depth,
+                client="redis-py",
+            )
         cpu[depth] = {"client": delta.client_cpu_s / delta.wall_s, "server": delta.server_cpu_s / delta.wall_s}
     return runs, cpu
 
@@ -244,8 +274,10 @@ def gain(runs: dict) -> float:
 def depth_series(doc: dict) -> tuple[dict, dict, dict]:
     """The saved depth runs as {depth: Measurement} for redis-py, Jedis and redis-benchmark; every
     label ends in its depth ("Jedis depth 16", "redis-benchmark -P 16")."""
+
     def series(prefix: str) -> dict:
         return {int(m.label.rsplit(" ", 1)[1]): m for m in doc["measurements"] if m.label.startswith(prefix)}
+
     return series("redis-py "), series("Jedis "), series("redis-benchmark ")
 
 
@@ -254,11 +286,16 @@ def depth_plot(doc: dict) -> Figure:
     py_runs, jedis_runs, bench_runs = depth_series(doc)
     py_cpu = {int(depth): cpu for depth, cpu in doc["params"]["redispy_cpu"].items()}
     fig, (ax, ax_cpu) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 2]})
-    for runs, name, style in ((py_runs, "redis-py", "o-"), (jedis_runs, "Jedis", "s-"),
-                              (bench_runs, "redis-benchmark", "^-")):
+    for runs, name, style in (
+        (py_runs, "redis-py", "o-"),
+        (jedis_runs, "Jedis", "s-"),
+        (bench_runs, "redis-benchmark", "^-"),
+    ):
         if runs:
             d = sorted(runs)
-            ax.loglog(d, [runs[x].ops_per_s for x in d], style, label=f"{name} (plateau {gain(runs):.0f}x its depth-1 rate)")
+            ax.loglog(
+                d, [runs[x].ops_per_s for x in d], style, label=f"{name} (plateau {gain(runs):.0f}x its depth-1 rate)"
+            )
     ax.axhline(10 * py_runs[1].ops_per_s, ls=":", color=plots.COLORS["bound"], label="10x redis-py's depth-1 rate")
     plots.depth_axis(ax)
     ax.set_ylabel("SET per second (log)")
@@ -275,8 +312,10 @@ def depth_plot(doc: dict) -> Figure:
     return fig
 
 
-DEPTH_ALT = ("Log-log chart: SET throughput against pipeline depth for redis-py, Jedis and redis-benchmark, "
-             "rising then flattening; beside it, client and server CPU for the redis-py runs")
+DEPTH_ALT = (
+    "Log-log chart: SET throughput against pipeline depth for redis-py, Jedis and redis-benchmark, "
+    "rising then flattening; beside it, client and server CPU for the redis-py runs"
+)
 
 
 def jedis_share_of_benchmark(jedis_runs: dict, bench_runs: dict) -> float | None:
@@ -289,26 +328,34 @@ def jedis_share_of_benchmark(jedis_runs: dict, bench_runs: dict) -> float | None
 def depth_summary(py_runs: dict, py_cpu: dict, jedis_runs: dict, bench_runs: dict, bench_cpu: dict) -> dict:
     peak = max(py_runs, key=lambda x: py_runs[x].ops_per_s)
     share = jedis_share_of_benchmark(jedis_runs, bench_runs)
-    bench = lambda value: value if bench_runs else None  # noqa: E731
-    return {"redispy_baseline_ops": quantity(py_runs[1].ops_per_s, "ops/s"),
-            "redispy_peak_ops": quantity(py_runs[peak].ops_per_s, "ops/s"),
-            "redispy_gain": quantity(gain(py_runs), "x"),
-            "redispy_client_cpu_at_peak": quantity(100 * py_cpu[peak]["client"], "%"),
-            "redispy_server_cpu_at_peak": quantity(100 * py_cpu[peak]["server"], "%"),
-            "jedis_baseline_ops": quantity(jedis_runs[1].ops_per_s, "ops/s"),
-            "jedis_peak_ops": quantity(max(m.ops_per_s for m in jedis_runs.values()), "ops/s"),
-            "jedis_gain": quantity(gain(jedis_runs), "x"),
-            "benchmark_baseline_ops": quantity(bench(bench_runs and bench_runs[1].ops_per_s), "ops/s"),
-            "benchmark_peak_ops": quantity(bench(bench_runs and max(m.ops_per_s for m in bench_runs.values())), "ops/s"),
-            "benchmark_gain": quantity(bench(bench_runs and gain(bench_runs)), "x"),
-            "benchmark_server_cpu_at_1000": quantity(bench(bench_cpu and 100 * bench_cpu[BENCH_DEPTH]), "%"),
-            "jedis_ops_at_1000": quantity(jedis_runs[BENCH_DEPTH].ops_per_s if BENCH_DEPTH in jedis_runs else None, "ops/s"),
-            "benchmark_ops_at_1000": quantity(bench(bench_runs and bench_runs[BENCH_DEPTH].ops_per_s), "ops/s"),
-            "jedis_share_of_benchmark_at_1000": quantity(100 * share if share else None, "%"),
-            "depths": quantity(sorted(py_runs), "list", text=", ".join(f"{d:,}" for d in sorted(py_runs)))}
+
+    def bench(value):
+        return value if bench_runs else None
+
+    return {
+        "redispy_baseline_ops": quantity(py_runs[1].ops_per_s, "ops/s"),
+        "redispy_peak_ops": quantity(py_runs[peak].ops_per_s, "ops/s"),
+        "redispy_gain": quantity(gain(py_runs), "x"),
+        "redispy_client_cpu_at_peak": quantity(100 * py_cpu[peak]["client"], "%"),
+        "redispy_server_cpu_at_peak": quantity(100 * py_cpu[peak]["server"], "%"),
+        "jedis_baseline_ops": quantity(jedis_runs[1].ops_per_s, "ops/s"),
+        "jedis_peak_ops": quantity(max(m.ops_per_s for m in jedis_runs.values()), "ops/s"),
+        "jedis_gain": quantity(gain(jedis_runs), "x"),
+        "benchmark_baseline_ops": quantity(bench(bench_runs and bench_runs[1].ops_per_s), "ops/s"),
+        "benchmark_peak_ops": quantity(bench(bench_runs and max(m.ops_per_s for m in bench_runs.values())), "ops/s"),
+        "benchmark_gain": quantity(bench(bench_runs and gain(bench_runs)), "x"),
+        "benchmark_server_cpu_at_1000": quantity(bench(bench_cpu and 100 * bench_cpu[BENCH_DEPTH]), "%"),
+        "jedis_ops_at_1000": quantity(
+            jedis_runs[BENCH_DEPTH].ops_per_s if BENCH_DEPTH in jedis_runs else None, "ops/s"
+        ),
+        "benchmark_ops_at_1000": quantity(bench(bench_runs and bench_runs[BENCH_DEPTH].ops_per_s), "ops/s"),
+        "jedis_share_of_benchmark_at_1000": quantity(100 * share if share else None, "%"),
+        "depths": quantity(sorted(py_runs), "list", text=", ".join(f"{d:,}" for d in sorted(py_runs))),
+    }
 
 
 # --- reply memory: one pipeline against batches --------------------------------------------------
+
 
 def measure_batches(lab, sizes: list[int], repeat: int) -> dict:
     """{(size, mode): (Measurement, peak buffers)} for one pipeline of `size` GETs and 10k batches."""
@@ -320,8 +367,14 @@ def measure_batches(lab, sizes: list[int], repeat: int) -> dict:
     for size in sizes:
         for mode, batch in (("one pipeline", size), ("10k batches", BATCH)):
             with observe.reply_buffer_peak(lab.endpoint, CLIENT_NAME) as peak:
-                m = lab.measure(f"{size:,} GETs, {mode}", lambda: get_in_batches(big, size, batch, VALUE_KEY),
-                                ops=size, repeat=repeat, size=size, mode=mode)
+                m = lab.measure(
+                    f"{size:,} GETs, {mode}",
+                    lambda: get_in_batches(big, size, batch, VALUE_KEY),
+                    ops=size,
+                    repeat=repeat,
+                    size=size,
+                    mode=mode,
+                )
             rows[(size, mode)] = (m, dict(peak))
     big.close()
     return rows
@@ -330,8 +383,10 @@ def measure_batches(lab, sizes: list[int], repeat: int) -> dict:
 @plots.draws("ch02/batches")
 def batches_plot(doc: dict) -> Figure:
     peaks = doc["params"]["peaks"]
-    rows = {(m.params["size"], m.params["mode"]): (m, peaks[f"{m.params['size']}|{m.params['mode']}"])
-            for m in doc["measurements"]}
+    rows = {
+        (m.params["size"], m.params["mode"]): (m, peaks[f"{m.params['size']}|{m.params['mode']}"])
+        for m in doc["measurements"]
+    }
     sizes = sorted({size for size, _ in rows})
     fig, (ax_mem, ax_t) = plt.subplots(1, 2, figsize=(12, 4.5))
     for mode, style in (("one pipeline", "o-"), ("10k batches", "s--")):
@@ -348,46 +403,62 @@ def batches_plot(doc: dict) -> Figure:
     return fig
 
 
-BATCHES_ALT = ("Two log-log charts: peak reply memory grows with the size of one pipeline but stays flat in 10k "
-               "batches, while the total time of both stays about the same")
+BATCHES_ALT = (
+    "Two log-log charts: peak reply memory grows with the size of one pipeline but stays flat in 10k "
+    "batches, while the total time of both stays about the same"
+)
 
 
 def batches_summary(rows: dict) -> dict:
     largest = max(size for size, _ in rows)
     one, one_peak = rows[(largest, "one pipeline")]
     cut, cut_peak = rows[(largest, "10k batches")]
-    return {"largest_job": quantity(largest, "count"),
-            "peak_one_pipeline": quantity(one_peak["tot_mem"], "bytes"),
-            "peak_batched": quantity(cut_peak["tot_mem"], "bytes"),
-            "memory_ratio": quantity(one_peak["tot_mem"] / max(cut_peak["tot_mem"], 1), "x"),
-            "time_one_pipeline_s": quantity(one.median, "s"),
-            "time_batched_s": quantity(cut.median, "s"),
-            "time_ratio": quantity(one.median / cut.median, "x"),
-            "peak_omem_100k_one": quantity(rows[(100_000, "one pipeline")][1]["omem"], "bytes"),
-            "peak_omem_100k_batched": quantity(rows[(100_000, "10k batches")][1]["omem"], "bytes")}
+    return {
+        "largest_job": quantity(largest, "count"),
+        "peak_one_pipeline": quantity(one_peak["tot_mem"], "bytes"),
+        "peak_batched": quantity(cut_peak["tot_mem"], "bytes"),
+        "memory_ratio": quantity(one_peak["tot_mem"] / max(cut_peak["tot_mem"], 1), "x"),
+        "time_one_pipeline_s": quantity(one.median, "s"),
+        "time_batched_s": quantity(cut.median, "s"),
+        "time_ratio": quantity(one.median / cut.median, "x"),
+        "peak_omem_100k_one": quantity(rows[(100_000, "one pipeline")][1]["omem"], "bytes"),
+        "peak_omem_100k_batched": quantity(rows[(100_000, "10k batches")][1]["omem"], "bytes"),
+    }
 
 
 def batches_params(rows: dict) -> dict:
-    return {"sizes": sorted({size for size, _ in rows}), "batch": BATCH, "value_bytes": VALUE_BYTES,
-            "peaks": {f"{s}|{mode}": peak for (s, mode), (_, peak) in rows.items()}}
+    return {
+        "sizes": sorted({size for size, _ in rows}),
+        "batch": BATCH,
+        "value_bytes": VALUE_BYTES,
+        "peaks": {f"{s}|{mode}": peak for (s, mode), (_, peak) in rows.items()},
+    }
 
 
 # --- a busy loop: latency and context switches ---------------------------------------------------
+
 
 def measure_busy_loop(r: redis.Redis, server_pid: int | None, n: int) -> tuple[dict, dict]:
     """Seconds per command, one by one and in pipelines of DEPTH_LAT, with the voluntary context
     switches per command of this process and of the server."""
     latencies, switches = {}, {}
-    for mode, run in (("one by one", lambda: ping_latencies(r, n)),
-                      (f"pipelined x{DEPTH_LAT}", lambda: pipelined_latencies(r, n, DEPTH_LAT))):
+    for mode, run in (
+        ("one by one", lambda: ping_latencies(r, n)),
+        (f"pipelined x{DEPTH_LAT}", lambda: pipelined_latencies(r, n, DEPTH_LAT)),
+    ):
         client0 = observe.context_switches()
         server0 = observe.context_switches(server_pid) if server_pid else None
         latencies[mode] = run()
         client1 = observe.context_switches()
         server1 = observe.context_switches(server_pid) if server_pid else None
-        voluntary = lambda after, before: (after["voluntary_ctxt_switches"] - before["voluntary_ctxt_switches"]) / n  # noqa: E731
-        switches[mode] = {"client": voluntary(client1, client0),
-                          "server": voluntary(server1, server0) if server_pid else None}
+
+        def voluntary(after, before):
+            return (after["voluntary_ctxt_switches"] - before["voluntary_ctxt_switches"]) / n
+
+        switches[mode] = {
+            "client": voluntary(client1, client0),
+            "server": voluntary(server1, server0) if server_pid else None,
+        }
     return latencies, switches
 
 
@@ -412,8 +483,9 @@ def busy_loop_plot(doc: dict) -> Figure:
     histogram = doc["params"]["histogram"]
     edges = np.array(histogram["edges_us"])
     fig, ax = plt.subplots()
-    for (mode, counts), color in zip(histogram["commands"].items(), (plots.COLORS["one by one"],
-                                                                      plots.COLORS["pipelined"])):
+    for (mode, counts), color in zip(
+        histogram["commands"].items(), (plots.COLORS["one by one"], plots.COLORS["pipelined"])
+    ):
         ax.hist(edges[:-1], bins=edges, weights=counts, alpha=0.7, color=color, label=mode)
     ax.set_xscale("log")
     ax.set_xlabel("microseconds per command (log)")
@@ -423,28 +495,41 @@ def busy_loop_plot(doc: dict) -> Figure:
     return fig
 
 
-BUSY_LOOP_ALT = ("Histogram, log scale: unpipelined PING latencies cluster around tens of microseconds, the "
-                 "per-command cost inside a pipeline of 100 around one microsecond")
+BUSY_LOOP_ALT = (
+    "Histogram, log scale: unpipelined PING latencies cluster around tens of microseconds, the "
+    "per-command cost inside a pipeline of 100 around one microsecond"
+)
 
 
 def busy_loop_summary(latencies: dict, switches: dict) -> dict:
     (one, one_values), (piped, piped_values) = latencies.items()
-    (p50_one, p99_one), (p50_piped, p99_piped) = percentiles_us(one_values, (50, 99)), percentiles_us(piped_values, (50, 99))
-    return {"p50_one_by_one_us": quantity(p50_one, "us"), "p99_one_by_one_us": quantity(p99_one, "us"),
-            "p50_pipelined_us": quantity(p50_piped, "us"), "p99_pipelined_us": quantity(p99_piped, "us"),
-            "ctx_client_one_by_one": quantity(switches[one]["client"], "num"),
-            "ctx_server_one_by_one": quantity(switches[one]["server"], "num"),
-            "ctx_client_pipelined": quantity(switches[piped]["client"], "num"),
-            "ctx_server_pipelined": quantity(switches[piped]["server"], "num")}
+    (p50_one, p99_one), (p50_piped, p99_piped) = (
+        percentiles_us(one_values, (50, 99)),
+        percentiles_us(piped_values, (50, 99)),
+    )
+    return {
+        "p50_one_by_one_us": quantity(p50_one, "us"),
+        "p99_one_by_one_us": quantity(p99_one, "us"),
+        "p50_pipelined_us": quantity(p50_piped, "us"),
+        "p99_pipelined_us": quantity(p99_piped, "us"),
+        "ctx_client_one_by_one": quantity(switches[one]["client"], "num"),
+        "ctx_server_one_by_one": quantity(switches[one]["server"], "num"),
+        "ctx_client_pipelined": quantity(switches[piped]["client"], "num"),
+        "ctx_server_pipelined": quantity(switches[piped]["server"], "num"),
+    }
 
 
 # --- raw RESP: one write, many writes, round trips -----------------------------------------------
 
+
 def measure_raw(lab, counters, n: int, repeat: int) -> tuple[dict, dict]:
     runs, reads = {}, {}
     sock = connect(lab.endpoint.host, lab.endpoint.port)
-    for name, fn in (("one write", pings_one_write), ("many writes", pings_many_writes),
-                     ("round trips", pings_round_trips)):
+    for name, fn in (
+        ("one write", pings_one_write),
+        ("many writes", pings_many_writes),
+        ("round trips", pings_round_trips),
+    ):
         with counters.measure() as delta:
             runs[name] = lab.measure(f"raw {name}", lambda: fn(sock, n), ops=n, repeat=repeat)
         reads[name] = delta.per_command("total_reads_processed")
@@ -454,33 +539,53 @@ def measure_raw(lab, counters, n: int, repeat: int) -> tuple[dict, dict]:
 
 def raw_summary(runs: dict, reads: dict) -> dict:
     one = runs["one write"].median
-    return {"raw_one_write_s": quantity(one, "s"),
-            "raw_many_writes_s": quantity(runs["many writes"].median, "s"),
-            "raw_round_trips_s": quantity(runs["round trips"].median, "s"),
-            "raw_reads_one_write": quantity(reads["one write"], "num"),
-            "raw_reads_many_writes": quantity(reads["many writes"], "num"),
-            "raw_reads_round_trips": quantity(reads["round trips"], "num"),
-            "raw_many_vs_one": quantity(runs["many writes"].median / one, "x"),
-            "raw_trips_vs_one": quantity(runs["round trips"].median / one, "x")}
+    return {
+        "raw_one_write_s": quantity(one, "s"),
+        "raw_many_writes_s": quantity(runs["many writes"].median, "s"),
+        "raw_round_trips_s": quantity(runs["round trips"].median, "s"),
+        "raw_reads_one_write": quantity(reads["one write"], "num"),
+        "raw_reads_many_writes": quantity(reads["many writes"], "num"),
+        "raw_reads_round_trips": quantity(reads["round trips"], "num"),
+        "raw_many_vs_one": quantity(runs["many writes"].median / one, "x"),
+        "raw_trips_vs_one": quantity(runs["round trips"].median / one, "x"),
+    }
 
 
 # --- what the sources published, and the figures that answer them ---------------------------
 
 PUBLISHED = {
-    "plateau_gain": Published(10.0, "x", "redis.io: throughput grows almost linearly with pipeline length, "
-                                         "up to 10x the baseline"),
+    "plateau_gain": Published(
+        10.0, "x", "redis.io: throughput grows almost linearly with pipeline length, up to 10x the baseline"
+    ),
     "batch_time_ratio": Published(1.0, "x", "redis.io: in batches of about 10k commands the speed is nearly the same"),
-    "reads_per_unpipelined_command": Published(1.0, "num", "redis.io: each unpipelined command costs a read() "
-                                                           "and a write()"),
+    "reads_per_unpipelined_command": Published(
+        1.0, "num", "redis.io: each unpipelined command costs a read() and a write()"
+    ),
 }
 CLAIMS = [
-    Claim("Server read() calls per command, depth 1", "ch02/syscalls", "reads_per_cmd_depth1", "num",
-          PUBLISHED["reads_per_unpipelined_command"]),
-    Claim("Throughput at the plateau ÷ depth 1 (redis-py)", "ch02/depth", "redispy_gain", "x",
-          PUBLISHED["plateau_gain"]),
+    Claim(
+        "Server read() calls per command, depth 1",
+        "ch02/syscalls",
+        "reads_per_cmd_depth1",
+        "num",
+        PUBLISHED["reads_per_unpipelined_command"],
+    ),
+    Claim(
+        "Throughput at the plateau ÷ depth 1 (redis-py)", "ch02/depth", "redispy_gain", "x", PUBLISHED["plateau_gain"]
+    ),
     Claim("Throughput at the plateau ÷ depth 1 (Jedis)", "ch02/depth", "jedis_gain", "x", PUBLISHED["plateau_gain"]),
-    Claim("Throughput at the plateau ÷ depth 1 (redis-benchmark)", "ch02/depth", "benchmark_gain", "x",
-          PUBLISHED["plateau_gain"]),
-    Claim("Time of one pipeline ÷ time in 10k batches (largest job)", "ch02/batches", "time_ratio", "x",
-          PUBLISHED["batch_time_ratio"]),
+    Claim(
+        "Throughput at the plateau ÷ depth 1 (redis-benchmark)",
+        "ch02/depth",
+        "benchmark_gain",
+        "x",
+        PUBLISHED["plateau_gain"],
+    ),
+    Claim(
+        "Time of one pipeline ÷ time in 10k batches (largest job)",
+        "ch02/batches",
+        "time_ratio",
+        "x",
+        PUBLISHED["batch_time_ratio"],
+    ),
 ]

@@ -1,14 +1,16 @@
 """Chapter 3, client internals: what each client's pipelining modes send."""
+
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import redis
 from matplotlib.figure import Figure
+from redis._parsers import _RESP3Parser
 
 from .. import observe, plots
 from ..params import Size
-from ..server import PREFIX as LAB_PREFIX
 from ..results import md_table, measurements_frame, quantity, summarize
+from ..server import PREFIX as LAB_PREFIX
 from . import ch01
 from .claims import Claim, Published, derived
 
@@ -26,10 +28,10 @@ def sadd_transaction(r: redis.Redis, keys: list[str], member: str = "py") -> Non
 def pure_python_client(host: str, port: int) -> redis.Redis:
     # The same client with redis-py's own parser instead of hiredis. redis-py 8 speaks RESP3
     # (HELLO 3) by default, so its pure-Python parser for that protocol is _RESP3Parser.
-    from redis._parsers import _RESP3Parser
-
     pool = redis.ConnectionPool(host=host, port=port, parser_class=_RESP3Parser)
     return redis.Redis(connection_pool=pool)
+
+
 # --8<-- [end:redispy_modes]
 
 
@@ -47,31 +49,67 @@ RTT_MS = 1
 # start its fork).
 JMH_WARMUPS, JMH_ITERATIONS, JMH_SECONDS = 1, Size(full=3, quick=1), 1  # a cold second reads low: keep the warm-up
 JMH_THREADS = {0: [10, 50], RTT_MS: [50]}
-JAVA_CLIENTS = {"Jedis": "ch03-jedis", "Lettuce": "ch03-lettuce", "Spring Data Redis": "ch03-spring",
-                "Redisson": "ch03-redisson"}
+JAVA_CLIENTS = {
+    "Jedis": "ch03-jedis",
+    "Lettuce": "ch03-lettuce",
+    "Spring Data Redis": "ch03-spring",
+    "Redisson": "ch03-redisson",
+}
 # Commands the examples use to reset and check their keys between repetitions, not the mode's own work.
-HOUSEKEEPING = {"unlink", "del", "exists", "scard", "sismember", "smembers", "scan", "ping", "hello",
-                "client|setinfo", "client|setname", "client|id", "select"}
-WIRE_SUMMARY = {("Jedis", "transaction"), ("Redisson", "rbatch_in_memory_atomic"), ("Redisson", "rbatch_skip_result"),
-                ("Redisson", "rbatch_redis_write_atomic")}
+HOUSEKEEPING = {
+    "unlink",
+    "del",
+    "exists",
+    "scard",
+    "sismember",
+    "smembers",
+    "scan",
+    "ping",
+    "hello",
+    "client|setinfo",
+    "client|setname",
+    "client|id",
+    "select",
+}
+WIRE_SUMMARY = {
+    ("Jedis", "transaction"),
+    ("Redisson", "rbatch_in_memory_atomic"),
+    ("Redisson", "rbatch_skip_result"),
+    ("Redisson", "rbatch_redis_write_atomic"),
+}
 
 
 # --- the SADD job in every client's modes ---------------------------------------------------------
+
 
 def redispy_modes(lab, link, n: int, repeat: int) -> tuple[dict, dict]:
     """redis-py's modes over `link`: {("redis-py", mode): Measurement} and the commands each sent."""
     r = link.client()
     pure = pure_python_client(link.endpoint.host, link.endpoint.port)
     keys = ch01.sadd_keys(n, prefix=LAB_PREFIX + "ch03:py:")
-    reset = lambda: ch01.delete_keys(r, keys)  # noqa: E731
-    modes = {"one_by_one": lambda: ch01.sadd_one_by_one(r, keys), "pipeline": lambda: ch01.sadd_pipelined(r, keys),
-             "transaction": lambda: sadd_transaction(r, keys),
-             "pipeline_pure_python_parser": lambda: ch01.sadd_pipelined(pure, keys)}
+
+    def reset():
+        return ch01.delete_keys(r, keys)
+
+    modes = {
+        "one_by_one": lambda: ch01.sadd_one_by_one(r, keys),
+        "pipeline": lambda: ch01.sadd_pipelined(r, keys),
+        "transaction": lambda: sadd_transaction(r, keys),
+        "pipeline_pure_python_parser": lambda: ch01.sadd_pipelined(pure, keys),
+    }
     runs, wire = {}, {}
     for mode, run in modes.items():
         with observe.wire(lab.endpoint) as calls:
-            runs[("redis-py", mode)] = lab.measure(f"redis-py {mode}", run, ops=n, repeat=repeat, setup=reset,
-                                                   client="redis-py", mode=mode, rtt_ms=link.rtt_ms)
+            runs[("redis-py", mode)] = lab.measure(
+                f"redis-py {mode}",
+                run,
+                ops=n,
+                repeat=repeat,
+                setup=reset,
+                client="redis-py",
+                mode=mode,
+                rtt_ms=link.rtt_ms,
+            )
         wire[("redis-py", mode)] = calls
     reset()
     r.close()
@@ -109,10 +147,20 @@ def sadd_table(runs: dict, wire: dict, iterations: int, n: int) -> str:
     """One row per client and mode of the SADD job (demonstrations with other sizes are left out)."""
     frame = measurements_frame([m for m in runs.values() if m.ops == n])
     rows = summarize(frame, by=("param_client", "param_mode"))
-    return md_table(["client", "mode", "median", "per SADD", "spread (min–max)", "on the wire, per run"],
-                    [[r.param_client, r.param_mode, f"{r.median_s * 1e3:,.1f} ms", f"{r.median_s / r.ops * 1e6:,.2f} µs",
-                      f"{r.min_s * 1e3:,.1f}–{r.max_s * 1e3:,.1f} ms",
-                      wire_text(wire[(r.param_client, r.param_mode)], iterations)] for r in rows.itertuples()])
+    return md_table(
+        ["client", "mode", "median", "per SADD", "spread (min–max)", "on the wire, per run"],
+        [
+            [
+                r.param_client,
+                r.param_mode,
+                f"{r.median_s * 1e3:,.1f} ms",
+                f"{r.median_s / r.ops * 1e6:,.2f} µs",
+                f"{r.min_s * 1e3:,.1f}–{r.max_s * 1e3:,.1f} ms",
+                wire_text(wire[(r.param_client, r.param_mode)], iterations),
+            ]
+            for r in rows.itertuples()
+        ],
+    )
 
 
 def sadd_modes(runs: dict, n: int) -> dict:
@@ -121,29 +169,42 @@ def sadd_modes(runs: dict, n: int) -> dict:
 
 def by_mode(measurements, rtt_ms: float | None = None) -> dict:
     """Saved measurements as {(client, mode): Measurement}, those at `rtt_ms` when it is given."""
-    return {(m.params["client"], m.params["mode"]): m for m in measurements
-            if rtt_ms is None or m.params["rtt_ms"] == rtt_ms}
+    return {
+        (m.params["client"], m.params["mode"]): m
+        for m in measurements
+        if rtt_ms is None or m.params["rtt_ms"] == rtt_ms
+    }
 
 
 @plots.draws("ch03/sadd")
 def sadd_plot(doc: dict) -> Figure:
     """One horizontal bar chart per RTT that ran (loopback, RTT_MS): µs per SADD for every client and mode."""
     p = doc["params"]
-    panels = [(title, by_mode(doc["measurements"], rtt), n)
-              for rtt, title, n in ((0, "loopback", p["n"]), (RTT_MS, f"{RTT_MS} ms RTT", p["n_rtt"]))]
+    panels = [
+        (title, by_mode(doc["measurements"], rtt), n)
+        for rtt, title, n in ((0, "loopback", p["n"]), (RTT_MS, f"{RTT_MS} ms RTT", p["n_rtt"]))
+    ]
     panels = [panel for panel in panels if panel[1]]
     fig, axes = plt.subplots(1, len(panels), figsize=(13, 7), sharey=True, squeeze=False)
     for ax, (title, runs, n) in zip(axes[0], panels):
         sel = sadd_modes(runs, n)
         colors = [plots.COLORS["one by one"] if "one_by_one" in m else plots.COLORS["pipelined"] for _, m in sel]
-        plots.per_op_bars(ax, [f"{c}: {m}" for c, m in sel], [m.per_op_us for m in sel.values()], colors,
-                          xlabel="µs per SADD (median, log)", title=f"{title}: {n:,} SADD per run")
+        plots.per_op_bars(
+            ax,
+            [f"{c}: {m}" for c, m in sel],
+            [m.per_op_us for m in sel.values()],
+            colors,
+            xlabel="µs per SADD (median, log)",
+            title=f"{title}: {n:,} SADD per run",
+        )
     fig.tight_layout()
     return fig
 
 
-SADD_ALT = ("Horizontal bar charts, log scale: microseconds per SADD for every client and mode, on loopback "
-            "and at 1 ms RTT; one-by-one modes in red, pipelined modes in blue")
+SADD_ALT = (
+    "Horizontal bar charts, log scale: microseconds per SADD for every client and mode, on loopback "
+    "and at 1 ms RTT; one-by-one modes in red, pipelined modes in blue"
+)
 
 
 def fastest(runs: dict, n: int, client: str):
@@ -170,13 +231,19 @@ def sadd_summary(loop: tuple, rtt: tuple, iterations: int) -> dict:
         base_rtt, best_rtt = one_by_one(rtt_runs, client), fastest(rtt_runs, n_rtt, client)
         if base_rtt and best_rtt:
             summary[f"{slug}_speedup_rtt"] = quantity(base_rtt.median / best_rtt.median, "x")
-    py = lambda mode: loop_runs[("redis-py", mode)].median  # noqa: E731
+
+    def py(mode):
+        return loop_runs[("redis-py", mode)].median
+
     rbatch, jpipe = loop_runs.get(("Redisson", "rbatch_in_memory")), loop_runs.get(("Jedis", "pipeline"))
-    summary |= {"redisson_vs_jedis": quantity(rbatch.median / jpipe.median if rbatch and jpipe else None, "x"),
-                "redispy_transaction_vs_pipeline": quantity(py("transaction") / py("pipeline"), "x"),
-                "redispy_pure_parser_vs_hiredis": quantity(py("pipeline_pure_python_parser") / py("pipeline"), "x"),
-                "redispy_transaction_wire": quantity(1, "count", text=wire_text(loop_wire[("redis-py", "transaction")],
-                                                                              iterations))}
+    summary |= {
+        "redisson_vs_jedis": quantity(rbatch.median / jpipe.median if rbatch and jpipe else None, "x"),
+        "redispy_transaction_vs_pipeline": quantity(py("transaction") / py("pipeline"), "x"),
+        "redispy_pure_parser_vs_hiredis": quantity(py("pipeline_pure_python_parser") / py("pipeline"), "x"),
+        "redispy_transaction_wire": quantity(
+            1, "count", text=wire_text(loop_wire[("redis-py", "transaction")], iterations)
+        ),
+    }
     for (client, mode), calls in loop_wire.items():
         if (client, mode) in WIRE_SUMMARY:
             summary[f"wire_{client.lower()}_{mode}"] = quantity(1, "count", text=wire_text(calls, iterations) or "–")
@@ -185,10 +252,15 @@ def sadd_summary(loop: tuple, rtt: tuple, iterations: int) -> dict:
 
 # --- flush policies ----------------------------------------------------------------------------
 
+
 def flush_modes(runs: dict) -> dict:
     """Lettuce's async flush modes and Spring Data Redis's flush policies, from the loopback runs."""
-    return {(c, m): r for (c, m), r in runs.items()
-            if (c == "Lettuce" and m.startswith("async")) or (c == "Spring Data Redis" and m.startswith(("flush", "buffered")))}
+    return {
+        (c, m): r
+        for (c, m), r in runs.items()
+        if (c == "Lettuce" and m.startswith("async"))
+        or (c == "Spring Data Redis" and m.startswith(("flush", "buffered")))
+    }
 
 
 @plots.draws("ch03/flush")
@@ -202,15 +274,21 @@ def flush_plot(doc: dict) -> Figure:
     return fig
 
 
-FLUSH_ALT = ("Bar chart: time for the chapter's SADD job with Lettuce's auto-flush, manual flush and flush every 1,000, "
-             "and Spring Data Redis's flush policies")
+FLUSH_ALT = (
+    "Bar chart: time for the chapter's SADD job with Lettuce's auto-flush, manual flush and flush every 1,000, "
+    "and Spring Data Redis's flush policies"
+)
 
 
 def flush_summary(runs: dict, sel: dict) -> dict:
-    ms = lambda key: quantity(runs[key].median * 1e3 if key in runs else None, "ms")  # noqa: E731
-    summary = {"lettuce_autoflush_ms": ms(("Lettuce", "async_autoflush")),
-               "lettuce_manual_flush_ms": ms(("Lettuce", "async_manual_flush")),
-               "shared_connection_wait_ms": ms(("Lettuce", "shared_conn_wait"))}
+    def ms(key):
+        return quantity(runs[key].median * 1e3 if key in runs else None, "ms")
+
+    summary = {
+        "lettuce_autoflush_ms": ms(("Lettuce", "async_autoflush")),
+        "lettuce_manual_flush_ms": ms(("Lettuce", "async_manual_flush")),
+        "shared_connection_wait_ms": ms(("Lettuce", "shared_conn_wait")),
+    }
     for c, m in sel:
         summary[f"{c.split()[0].lower()}_{m}_ms"] = ms((c, m))
     return summary
@@ -255,12 +333,24 @@ def jmh_table(jmh: dict) -> str:
         if rtt:
             continue
         slow = jmh.get((RTT_MS, model, threads))
-        rows.append([model, threads, PUBLISHED_JMH.get((model, threads), "–"), jmh_score(row),
-                     jmh_score(slow) if slow else "–", f"{in_flight(model, threads):,}"])
-    return ("All figures in operations per millisecond, JMH's mean over its iterations with the slowest and "
-            "fastest in brackets; the last column is Little's bound at 1 ms.\n\n"
-            + md_table(["model", "threads", "published", "yours, loopback", f"yours, {RTT_MS} ms RTT",
-                        f"in flight ÷ {RTT_MS} ms"], rows))
+        rows.append(
+            [
+                model,
+                threads,
+                PUBLISHED_JMH.get((model, threads), "–"),
+                jmh_score(row),
+                jmh_score(slow) if slow else "–",
+                f"{in_flight(model, threads):,}",
+            ]
+        )
+    return (
+        "All figures in operations per millisecond, JMH's mean over its iterations with the slowest and "
+        "fastest in brackets; the last column is Little's bound at 1 ms.\n\n"
+        + md_table(
+            ["model", "threads", "published", "yours, loopback", f"yours, {RTT_MS} ms RTT", f"in flight ÷ {RTT_MS} ms"],
+            rows,
+        )
+    )
 
 
 @plots.draws("ch03/jmh")
@@ -275,10 +365,20 @@ def jmh_plot(doc: dict) -> Figure:
             ax.plot([t for t, _ in pts], [v for _, v in pts], "o-", label=model)
         if rtt:
             threads = sorted({t for _, _, t in jmh})
-            ax.plot(threads, [min(t, 8) / rtt for t in threads], ":", color=plots.COLORS["bound"],
-                    label="Little: 8 in flight / RTT")
-            ax.plot(threads, [t / rtt for t in threads], "--", color=plots.COLORS["bound"],
-                    label="Little: threads in flight / RTT")
+            ax.plot(
+                threads,
+                [min(t, 8) / rtt for t in threads],
+                ":",
+                color=plots.COLORS["bound"],
+                label="Little: 8 in flight / RTT",
+            )
+            ax.plot(
+                threads,
+                [t / rtt for t in threads],
+                "--",
+                color=plots.COLORS["bound"],
+                label="Little: threads in flight / RTT",
+            )
         ax.set_xlabel("client threads")
         ax.set_ylabel("operations per ms")
         ax.set_title("loopback" if rtt == 0 else f"{rtt} ms injected RTT")
@@ -287,36 +387,60 @@ def jmh_plot(doc: dict) -> Figure:
     return fig
 
 
-JMH_ALT = ("Charts: operations per millisecond against client threads for JedisPool(8), JedisPool(100), "
-           "one shared Lettuce connection and Spring Data Redis, on loopback (10 and 50 threads) and at 1 ms RTT "
-           "(50 threads) against Little's bounds")
+JMH_ALT = (
+    "Charts: operations per millisecond against client threads for JedisPool(8), JedisPool(100), "
+    "one shared Lettuce connection and Spring Data Redis, on loopback (10 and 50 threads) and at 1 ms RTT "
+    "(50 threads) against Little's bounds"
+)
 
 
 def jmh_summary(jmh: dict, settings: str) -> dict:
-    ops = lambda rtt, model, threads: quantity(jmh[(rtt, model, threads)]["ops_per_ms"]  # noqa: E731
-                                               if (rtt, model, threads) in jmh else None, "num")
-    return {"pool8_10_loopback": ops(0, "jedis_pool_8", 10), "lettuce_10_loopback": ops(0, "lettuce_shared", 10),
-            "pool8_50_loopback": ops(0, "jedis_pool_8", 50), "lettuce_50_loopback": ops(0, "lettuce_shared", 50),
-            "spring_50_loopback": ops(0, "spring_lettuce", 50),
-            "pool8_50_rtt": ops(RTT_MS, "jedis_pool_8", 50), "pool100_50_rtt": ops(RTT_MS, "jedis_pool_100", 50),
-            "lettuce_50_rtt": ops(RTT_MS, "lettuce_shared", 50), "spring_50_rtt": ops(RTT_MS, "spring_lettuce", 50),
-            "jmh_settings": quantity(1, "count", text=settings)}
+    # if (rtt, model, threads) in jmh else None, "num"
+    def ops(rtt, model, threads):
+        return quantity(jmh[(rtt, model, threads)]["ops_per_ms"] if (rtt, model, threads) in jmh else None, "num")
+
+    return {
+        "pool8_10_loopback": ops(0, "jedis_pool_8", 10),
+        "lettuce_10_loopback": ops(0, "lettuce_shared", 10),
+        "pool8_50_loopback": ops(0, "jedis_pool_8", 50),
+        "lettuce_50_loopback": ops(0, "lettuce_shared", 50),
+        "spring_50_loopback": ops(0, "spring_lettuce", 50),
+        "pool8_50_rtt": ops(RTT_MS, "jedis_pool_8", 50),
+        "pool100_50_rtt": ops(RTT_MS, "jedis_pool_100", 50),
+        "lettuce_50_rtt": ops(RTT_MS, "lettuce_shared", 50),
+        "spring_50_rtt": ops(RTT_MS, "spring_lettuce", 50),
+        "jmh_settings": quantity(1, "count", text=settings),
+    }
 
 
 def jmh_params(jmh: dict) -> dict:
-    return {"rows": [dict(row, rtt_ms=r) for (r, _, _), row in jmh.items()],
-            "published": {f"{m}|{t}": v for (m, t), v in PUBLISHED_JMH.items()}}
+    return {
+        "rows": [dict(row, rtt_ms=r) for (r, _, _), row in jmh.items()],
+        "published": {f"{m}|{t}": v for (m, t), v in PUBLISHED_JMH.items()},
+    }
 
 
 # --- what the sources published, and the figures that answer them ---------------------------
 
 JMH = "redis-client-benchmark: JMH, ops/ms, one command per call (setup not stated)"
 # The published table, ops/ms by (connection model, client threads).
-PUBLISHED_JMH = {("jedis_pool_8", 10): 61.417, ("jedis_pool_8", 50): 72.563, ("jedis_pool_8", 100): 89.274,
-                 ("jedis_pool_100", 10): 71.888, ("jedis_pool_100", 50): 356.273, ("jedis_pool_100", 100): 626.489,
-                 ("lettuce_shared", 10): 77.678, ("lettuce_shared", 50): 369.844, ("lettuce_shared", 100): 726.404,
-                 ("spring_lettuce", 10): 78.123, ("spring_lettuce", 50): 381.857, ("spring_lettuce", 100): 724.646}
-PUBLISHED = {f"jmh_{model}_{threads}": Published(value, "num", JMH) for (model, threads), value in PUBLISHED_JMH.items()}
+PUBLISHED_JMH = {
+    ("jedis_pool_8", 10): 61.417,
+    ("jedis_pool_8", 50): 72.563,
+    ("jedis_pool_8", 100): 89.274,
+    ("jedis_pool_100", 10): 71.888,
+    ("jedis_pool_100", 50): 356.273,
+    ("jedis_pool_100", 100): 626.489,
+    ("lettuce_shared", 10): 77.678,
+    ("lettuce_shared", 50): 369.844,
+    ("lettuce_shared", 100): 726.404,
+    ("spring_lettuce", 10): 78.123,
+    ("spring_lettuce", 50): 381.857,
+    ("spring_lettuce", 100): 724.646,
+}
+PUBLISHED = {
+    f"jmh_{model}_{threads}": Published(value, "num", JMH) for (model, threads), value in PUBLISHED_JMH.items()
+}
 
 
 def vivo_rbatch_over_pipeline() -> float:
@@ -324,14 +448,34 @@ def vivo_rbatch_over_pipeline() -> float:
 
 
 CLAIMS = [
-    Claim("Redisson RBatch time ÷ Jedis Pipeline time, one SADD job", "ch03/sadd", "redisson_vs_jedis", "x",
-          derived(vivo_rbatch_over_pipeline(), "x", "vivo's 1,399 ms / 504 ms")),
+    Claim(
+        "Redisson RBatch time ÷ Jedis Pipeline time, one SADD job",
+        "ch03/sadd",
+        "redisson_vs_jedis",
+        "x",
+        derived(vivo_rbatch_over_pipeline(), "x", "vivo's 1,399 ms / 504 ms"),
+    ),
     Claim("JedisPool(8), 10 threads, ops/ms", "ch03/jmh", "pool8_10_loopback", "num", PUBLISHED["jmh_jedis_pool_8_10"]),
     Claim("JedisPool(8), 50 threads, ops/ms", "ch03/jmh", "pool8_50_loopback", "num", PUBLISHED["jmh_jedis_pool_8_50"]),
-    Claim("One shared Lettuce connection, 10 threads, ops/ms", "ch03/jmh", "lettuce_10_loopback", "num",
-          PUBLISHED["jmh_lettuce_shared_10"]),
-    Claim("One shared Lettuce connection, 50 threads, ops/ms", "ch03/jmh", "lettuce_50_loopback", "num",
-          PUBLISHED["jmh_lettuce_shared_50"]),
-    Claim("Spring Data Redis on Lettuce, 50 threads, ops/ms", "ch03/jmh", "spring_50_loopback", "num",
-          PUBLISHED["jmh_spring_lettuce_50"]),
+    Claim(
+        "One shared Lettuce connection, 10 threads, ops/ms",
+        "ch03/jmh",
+        "lettuce_10_loopback",
+        "num",
+        PUBLISHED["jmh_lettuce_shared_10"],
+    ),
+    Claim(
+        "One shared Lettuce connection, 50 threads, ops/ms",
+        "ch03/jmh",
+        "lettuce_50_loopback",
+        "num",
+        PUBLISHED["jmh_lettuce_shared_50"],
+    ),
+    Claim(
+        "Spring Data Redis on Lettuce, 50 threads, ops/ms",
+        "ch03/jmh",
+        "spring_50_loopback",
+        "num",
+        PUBLISHED["jmh_spring_lettuce_50"],
+    ),
 ]

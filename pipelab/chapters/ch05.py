@@ -1,5 +1,6 @@
 """Chapter 5: pipelines on a Redis Cluster, where a batch's keys live on different masters.
 The workloads the site shows beside their Java twins, and what the chapter reads off each node."""
+
 from __future__ import annotations
 
 import time
@@ -12,12 +13,11 @@ from matplotlib.figure import Figure
 from redis.cluster import RedisCluster, key_slot
 
 from .. import plots
+from ..cluster import Cluster
 from ..jbang import fact
 from ..params import Size
-from ..server import PREFIX as LAB_PREFIX
 from ..results import md_table, measurements_frame, quantity, summarize
-
-from ..cluster import Cluster
+from ..server import PREFIX as LAB_PREFIX
 from . import ch01
 from .claims import Claim, Published, derived
 
@@ -39,6 +39,8 @@ def sadd_pipelined(rc: RedisCluster, keys: list[str]) -> None:
     for key in keys:
         pipe.sadd(key, "m")
     assert sum(pipe.execute()) == len(keys)
+
+
 # --8<-- [end:sadd]
 
 
@@ -55,6 +57,8 @@ def transaction_on_one_node(node: redis.Redis, keys: list[str]):
 def tagged(tag: str, n: int) -> list[str]:
     # Only the part between { and } is hashed, so every one of these keys shares one slot.
     return [f"{PREFIX}{{{tag}}}:{i}" for i in range(n)]
+
+
 # --8<-- [end:crossslot]
 
 
@@ -86,13 +90,16 @@ def node_counters(cluster: Cluster) -> dict[int, dict[str, int]]:
                 "sadd": int(calls.get("cmdstat_sadd", {}).get("calls", 0)),
                 "set": int(calls.get("cmdstat_set", {}).get("calls", 0)),
                 "moved": int(errors.get("errorstat_MOVED", {}).get("count", 0)),
-                "ask": int(errors.get("errorstat_ASK", {}).get("count", 0))}
+                "ask": int(errors.get("errorstat_ASK", {}).get("count", 0)),
+            }
     return out
 
 
 def counter_delta(before: dict, after: dict, overhead: dict | None = None) -> dict[int, dict[str, int]]:
-    return {port: {k: after[port][k] - before[port][k] - (overhead[port][k] if overhead else 0) for k in after[port]}
-            for port in after}
+    return {
+        port: {k: after[port][k] - before[port][k] - (overhead[port][k] if overhead else 0) for k in after[port]}
+        for port in after
+    }
 
 
 @contextmanager
@@ -115,6 +122,8 @@ def set_in_pipeline(rc: RedisCluster, keys: list[str], value: str) -> list:
     for key in keys:
         pipe.set(key, value)
     return pipe.execute()
+
+
 # --8<-- [end:moved]
 
 
@@ -132,11 +141,14 @@ def cluster_banner(cluster) -> tuple[str, str]:
     """The cluster's Redis version, and a line naming each master and the slots it serves."""
     with cluster.nodes[0].client() as node:
         version = node.info("server")["redis_version"]
-    return version, (f"Cluster of {len(cluster.nodes)} masters, Redis {version}: "
-                     + ", ".join(f"{port} serves {n:,} slots" for port, n in slot_ranges(cluster).items()))
+    return version, (
+        f"Cluster of {len(cluster.nodes)} masters, Redis {version}: "
+        + ", ".join(f"{port} serves {n:,} slots" for port, n in slot_ranges(cluster).items())
+    )
 
 
 # --- CROSSSLOT and hash tags -------------------------------------------------------------------
+
 
 def cross_slot_pair(cluster) -> list[str]:
     """Two lab keys served by the first master but hashing to different slots."""
@@ -175,15 +187,17 @@ def crossslot_attempts(cluster, rc: RedisCluster) -> tuple[dict, int]:
             pipe.set(k, "v")
         pipe.execute()
         outcomes["cross-slot transaction, redis-py RedisCluster"] = "accepted"
-    except Exception as err:  # noqa: BLE001  (which exception is the finding)
+    except Exception as err:  # which exception is the finding
         outcomes["cross-slot transaction, redis-py RedisCluster"] = f"refused by the client: {type(err).__name__}"
     return outcomes, cross_written
 
 
 def key_layouts(n: int = N_SPREAD) -> dict[str, list[str]]:
-    return {"no hash tag": [f"{PREFIX}user:{i % USERS}:item:{i}" for i in range(n)],
-            PER_USER: [f"{PREFIX}{{user:{i % USERS}}}:item:{i}" for i in range(n)],
-            "one tag for everything": [f"{PREFIX}{{all}}:item:{i}" for i in range(n)]}
+    return {
+        "no hash tag": [f"{PREFIX}user:{i % USERS}:item:{i}" for i in range(n)],
+        PER_USER: [f"{PREFIX}{{user:{i % USERS}}}:item:{i}" for i in range(n)],
+        "one tag for everything": [f"{PREFIX}{{all}}:item:{i}" for i in range(n)],
+    }
 
 
 def layout_spread(cluster, layouts: dict) -> tuple[dict, dict]:
@@ -195,26 +209,46 @@ def layout_spread(cluster, layouts: dict) -> tuple[dict, dict]:
 
 def spread_table(spread: dict, slots_used: dict, n: int = N_SPREAD) -> str:
     ports = next(iter(spread.values()))
-    return md_table(["key layout", "slots used", *[f"keys on :{p}" for p in ports], "busiest master's share"],
-                    [[name, f"{slots_used[name]:,}", *[f"{c:,}" for c in counts.values()],
-                      f"{100 * max(counts.values()) / n:.0f}%"] for name, counts in spread.items()])
+    return md_table(
+        ["key layout", "slots used", *[f"keys on :{p}" for p in ports], "busiest master's share"],
+        [
+            [
+                name,
+                f"{slots_used[name]:,}",
+                *[f"{c:,}" for c in counts.values()],
+                f"{100 * max(counts.values()) / n:.0f}%",
+            ]
+            for name, counts in spread.items()
+        ],
+    )
 
 
-def crossslot_summary(outcomes: dict, cross_written: int, spread: dict, slots_used: dict, slots: dict,
-                      n: int = N_SPREAD) -> dict:
-    share = lambda name: quantity(100 * max(spread[name].values()) / n, "%")  # noqa: E731
-    text = lambda name: quantity(0, "count", outcomes[name])  # noqa: E731
-    return {"masters": quantity(len(slots), "count"), "slots": quantity(sum(slots.values()), "count"),
-            "cross_tx": text("cross-slot MULTI/EXEC on one master"), "cross_mset": text("cross-slot MSET on one master"),
-            "cross_written": quantity(cross_written, "count"),
-            "tagged_tx": quantity(0, "count", outcomes["hash-tagged MULTI/EXEC"].split(":")[0]),
-            "redispy_cross": text("cross-slot transaction, redis-py RedisCluster"),
-            "one_tag_slots": quantity(slots_used["one tag for everything"], "count"),
-            "untagged_share": share("no hash tag"), "per_user_share": share(PER_USER),
-            "one_tag_share": share("one tag for everything")}
+def crossslot_summary(
+    outcomes: dict, cross_written: int, spread: dict, slots_used: dict, slots: dict, n: int = N_SPREAD
+) -> dict:
+    def share(name):
+        return quantity(100 * max(spread[name].values()) / n, "%")
+
+    def text(name):
+        return quantity(0, "count", outcomes[name])
+
+    return {
+        "masters": quantity(len(slots), "count"),
+        "slots": quantity(sum(slots.values()), "count"),
+        "cross_tx": text("cross-slot MULTI/EXEC on one master"),
+        "cross_mset": text("cross-slot MSET on one master"),
+        "cross_written": quantity(cross_written, "count"),
+        "tagged_tx": quantity(0, "count", outcomes["hash-tagged MULTI/EXEC"].split(":")[0]),
+        "redispy_cross": text("cross-slot transaction, redis-py RedisCluster"),
+        "one_tag_slots": quantity(slots_used["one tag for everything"], "count"),
+        "untagged_share": share("no hash tag"),
+        "per_user_share": share(PER_USER),
+        "one_tag_share": share("one tag for everything"),
+    }
 
 
 # --- SADD on one server and on the cluster -------------------------------------------------
+
 
 def measure_sadd(lab, cluster, rc: RedisCluster, n: int, repeat: int) -> tuple[list, dict]:
     """redis-py one by one and pipelined, on one server and on the cluster, and on the cluster one
@@ -222,14 +256,29 @@ def measure_sadd(lab, cluster, rc: RedisCluster, n: int, repeat: int) -> tuple[l
     keys = ch01.sadd_keys(n, prefix=PREFIX + "sadd:")
     single = lab.client()
     runs, usage = [], {}
-    clear_single = lambda: ch01.delete_keys(single, keys)  # noqa: E731
-    modes = {("one server", "one by one"): (lambda: ch01.sadd_one_by_one(single, keys, "m"), clear_single),
-             ("one server", "pipeline"): (lambda: ch01.sadd_pipelined(single, keys, "m"), clear_single),
-             ("cluster", "one by one"): (lambda: sadd_one_by_one(rc, keys), cluster.delete_lab_keys),
-             ("cluster", "pipeline"): (lambda: sadd_pipelined(rc, keys), cluster.delete_lab_keys)}
+
+    def clear_single():
+        return ch01.delete_keys(single, keys)
+
+    modes = {
+        ("one server", "one by one"): (lambda: ch01.sadd_one_by_one(single, keys, "m"), clear_single),
+        ("one server", "pipeline"): (lambda: ch01.sadd_pipelined(single, keys, "m"), clear_single),
+        ("cluster", "one by one"): (lambda: sadd_one_by_one(rc, keys), cluster.delete_lab_keys),
+        ("cluster", "pipeline"): (lambda: sadd_pipelined(rc, keys), cluster.delete_lab_keys),
+    }
     for (where, mode), (run, reset) in modes.items():
-        runs.append(lab.measure(f"redis-py, {where}, {mode}", run, ops=n, repeat=repeat, setup=reset, where=where,
-                                mode=mode, client="redis-py"))
+        runs.append(
+            lab.measure(
+                f"redis-py, {where}, {mode}",
+                run,
+                ops=n,
+                repeat=repeat,
+                setup=reset,
+                where=where,
+                mode=mode,
+                client="redis-py",
+            )
+        )
         if where == "cluster":
             reset()
             with per_master(cluster) as delta:
@@ -256,16 +305,30 @@ def java_sadd(lab, cluster, n: int, repeat: int):
 
 def sadd_table(runs: list) -> str:
     rows = summarize(measurements_frame(runs), by=("label",))
-    return md_table(["run", "median", "µs per SADD", "spread"],
-                    [[r.label, f"{r.median_s * 1e3:,.0f} ms", f"{r.median_s / r.ops * 1e6:.1f}", m.spread()]
-                     for r, m in zip(rows.itertuples(), runs)])
+    return md_table(
+        ["run", "median", "µs per SADD", "spread"],
+        [
+            [r.label, f"{r.median_s * 1e3:,.0f} ms", f"{r.median_s / r.ops * 1e6:.1f}", m.spread()]
+            for r, m in zip(rows.itertuples(), runs)
+        ],
+    )
 
 
 def usage_table(usage: dict) -> str:
     ports = next(iter(usage.values()))
-    return md_table(["client, mode", *[f":{p} connections / reads / SADD" for p in ports]],
-                    [[f"{c}, {mode}", *[f"{d[p]['total_connections_received']} / {d[p]['total_reads_processed']:,} / "
-                                        f"{d[p]['sadd']:,}" for p in ports]] for (c, mode), d in usage.items()])
+    return md_table(
+        ["client, mode", *[f":{p} connections / reads / SADD" for p in ports]],
+        [
+            [
+                f"{c}, {mode}",
+                *[
+                    f"{d[p]['total_connections_received']} / {d[p]['total_reads_processed']:,} / {d[p]['sadd']:,}"
+                    for p in ports
+                ],
+            ]
+            for (c, mode), d in usage.items()
+        ],
+    )
 
 
 @plots.draws("ch05/sadd")
@@ -273,42 +336,72 @@ def sadd_plot(doc: dict) -> Figure:
     runs, n = doc["measurements"], doc["params"]["n"]
     masters = len(next(iter(doc["params"]["usage"].values())))  # usage counts every master, by port
     fig, ax = plt.subplots(figsize=(9, 5))
-    colors = [plots.COLORS["one by one"] if m.params.get("mode", "").startswith("one") else plots.COLORS["pipelined"]
-              for m in runs]
-    plots.per_op_bars(ax, [m.label for m in runs], [m.per_op_us for m in runs], colors,
-                      xlabel="µs per SADD (median, log scale)",
-                      title=f"{n:,} SADD: one server against a cluster of {masters} masters")
+    colors = [
+        plots.COLORS["one by one"] if m.params.get("mode", "").startswith("one") else plots.COLORS["pipelined"]
+        for m in runs
+    ]
+    plots.per_op_bars(
+        ax,
+        [m.label for m in runs],
+        [m.per_op_us for m in runs],
+        colors,
+        xlabel="µs per SADD (median, log scale)",
+        title=f"{n:,} SADD: one server against a cluster of {masters} masters",
+    )
     fig.tight_layout()
     return fig
 
 
-SADD_ALT = ("Horizontal bar chart, log scale: microseconds per SADD for redis-py on one server and on a "
-            "three-master cluster, and for the Java clients on the cluster, one by one and pipelined")
+SADD_ALT = (
+    "Horizontal bar chart, log scale: microseconds per SADD for redis-py on one server and on a "
+    "three-master cluster, and for the Java clients on the cluster, one by one and pipelined"
+)
 
 
 def sadd_summary(runs: list, usage: dict, n: int, java) -> dict:
     by = {(m.params.get("client"), m.params.get("where"), m.params.get("mode")): m for m in runs}
-    us = lambda key: quantity(by[key].per_op_us if key in by else None, "us")  # noqa: E731
-    ratio = lambda a, b: quantity(by[a].median / by[b].median if a in by and b in by else None, "x")  # noqa: E731
-    total = lambda mode, what: sum(d[what] for d in usage[("redis-py", mode)].values())  # noqa: E731
+
+    def us(key):
+        return quantity(by[key].per_op_us if key in by else None, "us")
+
+    def ratio(a, b):
+        return quantity(by[a].median / by[b].median if a in by and b in by else None, "x")
+
+    def total(mode, what):
+        return sum(d[what] for d in usage[("redis-py", mode)].values())
+
     one, pipe = ("redis-py", "cluster", "one by one"), ("redis-py", "cluster", "pipeline")
     s_one, s_pipe = ("redis-py", "one server", "one by one"), ("redis-py", "one server", "pipeline")
-    summary = {"n": quantity(n, "count"), "single_one_us": us(s_one), "single_pipe_us": us(s_pipe),
-               "cluster_one_us": us(one), "cluster_pipe_us": us(pipe), "cluster_speedup": ratio(one, pipe),
-               "single_speedup": ratio(s_one, s_pipe), "cluster_vs_single_pipe": ratio(pipe, s_pipe),
-               "one_reads": quantity(total("one by one", "total_reads_processed"), "count"),
-               "pipe_reads": quantity(total("pipeline", "total_reads_processed"), "count"),
-               "one_conns": quantity(total("one by one", "total_connections_received"), "count"),
-               "pipe_conns": quantity(total("pipeline", "total_connections_received"), "count")}
+    summary = {
+        "n": quantity(n, "count"),
+        "single_one_us": us(s_one),
+        "single_pipe_us": us(s_pipe),
+        "cluster_one_us": us(one),
+        "cluster_pipe_us": us(pipe),
+        "cluster_speedup": ratio(one, pipe),
+        "single_speedup": ratio(s_one, s_pipe),
+        "cluster_vs_single_pipe": ratio(pipe, s_pipe),
+        "one_reads": quantity(total("one by one", "total_reads_processed"), "count"),
+        "pipe_reads": quantity(total("pipeline", "total_reads_processed"), "count"),
+        "one_conns": quantity(total("one by one", "total_connections_received"), "count"),
+        "pipe_conns": quantity(total("pipeline", "total_connections_received"), "count"),
+    }
     for client in sorted({m.params.get("client") for m in runs} - {"redis-py"}):
         base = next((m for (c, _, md), m in by.items() if c == client and md.startswith("one")), None)
-        best = min((m for (c, _, md), m in by.items() if c == client and not md.startswith("one")),
-                   key=lambda m: m.median, default=None)
+        best = min(
+            (m for (c, _, md), m in by.items() if c == client and not md.startswith("one")),
+            key=lambda m: m.median,
+            default=None,
+        )
         summary[f"{client}_one_us"] = quantity(base.per_op_us if base else None, "us")
         summary[f"{client}_best_us"] = quantity(best.per_op_us if best else None, "us")
         summary[f"{client}_best_mode"] = quantity(0, "count", best.params["mode"] if best else "–")
         summary[f"{client}_speedup"] = quantity(base.median / best.median if base and best else None, "x")
-    for client, piped in (("jedis", "jedis_pipeline"), ("lettuce", "lettuce_pipeline"), ("redisson", "redisson_rbatch")):
+    for client, piped in (
+        ("jedis", "jedis_pipeline"),
+        ("lettuce", "lettuce_pipeline"),
+        ("redisson", "redisson_rbatch"),
+    ):
         for tag, mode in (("one", f"{client}_one_by_one"), ("pipe", piped)):
             summary[f"{client}_{tag}_conns"] = fact(java, f"{mode}_connections_opened")
             summary[f"{client}_{tag}_reads"] = fact(java, f"{mode}_server_reads")
@@ -316,6 +409,7 @@ def sadd_summary(runs: list, usage: dict, n: int, java) -> dict:
 
 
 # --- a pipeline while its slot moves ---------------------------------------------------------------
+
 
 def measure_migration(cluster, rc: RedisCluster, n: int) -> list:
     """A pipeline of SETs to one slot's keys halfway through that slot's migration (ASK), then with
@@ -332,14 +426,21 @@ def measure_migration(cluster, rc: RedisCluster, n: int) -> list:
             start = time.perf_counter()
             try:
                 outcome = f"ok, {len(set_in_pipeline(client, moving, value))} replies"
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:
                 outcome = f"{type(err).__name__}: {str(err)[:60]}"
             elapsed = time.perf_counter() - start
         with cluster.client() as check:
             values = [check.get(k) for k in moving]  # one by one: mid-migration an MGET gets TRYAGAIN
-        rows.append({"case": name, "outcome": outcome, "ms": elapsed * 1e3,
-                     "ask": sum(d["ask"] for d in delta.values()), "moved": sum(d["moved"] for d in delta.values()),
-                     "updated": sum(1 for v in values if v == value.encode())})
+        rows.append(
+            {
+                "case": name,
+                "outcome": outcome,
+                "ms": elapsed * 1e3,
+                "ask": sum(d["ask"] for d in delta.values()),
+                "moved": sum(d["moved"] for d in delta.values()),
+                "updated": sum(1 for v in values if v == value.encode()),
+            }
+        )
 
     migration = cluster.begin_migration(slot, target)
     migration.move_keys(n // 2)
@@ -355,39 +456,64 @@ def measure_migration(cluster, rc: RedisCluster, n: int) -> list:
 
 
 def migration_table(rows: list, n: int) -> str:
-    return md_table(["pipeline of SET", "outcome", "time", "ASK sent", "MOVED sent", f"keys updated (of {n:,})"],
-                    [[x["case"], x["outcome"], f"{x['ms']:.1f} ms", x["ask"], x["moved"], f"{x['updated']:,}"]
-                     for x in rows])
+    return md_table(
+        ["pipeline of SET", "outcome", "time", "ASK sent", "MOVED sent", f"keys updated (of {n:,})"],
+        [[x["case"], x["outcome"], f"{x['ms']:.1f} ms", x["ask"], x["moved"], f"{x['updated']:,}"] for x in rows],
+    )
 
 
 def migration_summary(rows: list, n: int, java) -> dict:
     during, after = rows
-    facts = {"ask_moved_keys": "ask_keys_moved_per_client", "jedis_multi": "jedis_cluster_multi_outcome",
-             "jedis_crossslot": "jedis_crossslot_outcome",
-             "redisson_two_masters_exec": "redisson_atomic_two_masters_exec_calls",
-             "jedis_ask_written": "jedis_ask_keys_written", "jedis_moved_written": "jedis_moved_keys_written",
-             "jedis_moved_outcome": "jedis_moved_outcome", "lettuce_ask_pending": "lettuce_ask_pending_after_first_flush",
-             "lettuce_moved_pending": "lettuce_moved_pending_after_first_flush",
-             "lettuce_moved_written": "lettuce_moved_keys_written", "redisson_ask_rejected": "redisson_ask_set_rejected",
-             "redisson_ask_written": "redisson_ask_keys_written", "redisson_moved_written": "redisson_moved_keys_written"}
-    return {"n": quantity(n, "count"), "during_outcome": quantity(0, "count", during["outcome"]),
-            "during_ask": quantity(during["ask"], "count"), "during_updated": quantity(during["updated"], "count"),
-            "after_outcome": quantity(0, "count", after["outcome"]), "after_moved": quantity(after["moved"], "count"),
-            "after_updated": quantity(after["updated"], "count")} | {k: fact(java, v) for k, v in facts.items()}
+    facts = {
+        "ask_moved_keys": "ask_keys_moved_per_client",
+        "jedis_multi": "jedis_cluster_multi_outcome",
+        "jedis_crossslot": "jedis_crossslot_outcome",
+        "redisson_two_masters_exec": "redisson_atomic_two_masters_exec_calls",
+        "jedis_ask_written": "jedis_ask_keys_written",
+        "jedis_moved_written": "jedis_moved_keys_written",
+        "jedis_moved_outcome": "jedis_moved_outcome",
+        "lettuce_ask_pending": "lettuce_ask_pending_after_first_flush",
+        "lettuce_moved_pending": "lettuce_moved_pending_after_first_flush",
+        "lettuce_moved_written": "lettuce_moved_keys_written",
+        "redisson_ask_rejected": "redisson_ask_set_rejected",
+        "redisson_ask_written": "redisson_ask_keys_written",
+        "redisson_moved_written": "redisson_moved_keys_written",
+    }
+    return {
+        "n": quantity(n, "count"),
+        "during_outcome": quantity(0, "count", during["outcome"]),
+        "during_ask": quantity(during["ask"], "count"),
+        "during_updated": quantity(during["updated"], "count"),
+        "after_outcome": quantity(0, "count", after["outcome"]),
+        "after_moved": quantity(after["moved"], "count"),
+        "after_updated": quantity(after["updated"], "count"),
+    } | {k: fact(java, v) for k, v in facts.items()}
 
 
 # --- what the sources published, and the figures that answer them ---------------------------
 
 PUBLISHED = {
-    "cluster_slots": Published(16384, "count", "redis.io, Redis Cluster specification: the key space is split into "
-                                               "16384 hash slots"),
-    "hash_tag_slots": Published(1, "count", "redis.io, Redis Cluster specification: keys with the same hash tag go "
-                                            "to the same slot"),
+    "cluster_slots": Published(
+        16384, "count", "redis.io, Redis Cluster specification: the key space is split into 16384 hash slots"
+    ),
+    "hash_tag_slots": Published(
+        1, "count", "redis.io, Redis Cluster specification: keys with the same hash tag go to the same slot"
+    ),
 }
 CLAIMS = [
     Claim("Hash slots served by the cluster's masters", "ch05/crossslot", "slots", "count", PUBLISHED["cluster_slots"]),
-    Claim("Slots used by 100,000 keys sharing one hash tag", "ch05/crossslot", "one_tag_slots", "count",
-          PUBLISHED["hash_tag_slots"]),
-    Claim("Pipelining speed-up, SADD on the cluster (redis-py)", "ch05/sadd", "cluster_speedup", "x",
-          derived(ch01.ping_speedup(), "x", "redis.io's 1.185 s / 0.251 s for 10,000 PINGs on one server")),
+    Claim(
+        "Slots used by 100,000 keys sharing one hash tag",
+        "ch05/crossslot",
+        "one_tag_slots",
+        "count",
+        PUBLISHED["hash_tag_slots"],
+    ),
+    Claim(
+        "Pipelining speed-up, SADD on the cluster (redis-py)",
+        "ch05/sadd",
+        "cluster_speedup",
+        "x",
+        derived(ch01.ping_speedup(), "x", "redis.io's 1.185 s / 0.251 s for 10,000 PINGs on one server"),
+    ),
 ]

@@ -2,6 +2,7 @@
 with its default retries, measured here; Lettuce's unbounded queue, replay and shared-connection
 state, Jedis's pooled and cluster pipelines, Redisson's batch retries and WAIT, and Spring's
 escaping callback come from the ch08-lettuce, ch08-jedis, ch08-redisson and ch08-spring examples."""
+
 from __future__ import annotations
 
 import re
@@ -16,11 +17,13 @@ from redis.backoff import NoBackoff
 
 from ..errors import LabError
 from ..jbang import fact
-from ..proxy import PROXY_NAME
 from ..params import Size
+from ..proxy import PROXY_NAME
 from ..results import md_table, quantity
-from ..server import PREFIX as LAB_PREFIX, EmbeddedRedis, Endpoint, free_port
-from .ch04 import DEFAULT_RETRIES, PREFIX as CH04_PREFIX, incr_exactly_once, incr_pipeline, no_retry_client
+from ..server import PREFIX as LAB_PREFIX
+from ..server import EmbeddedRedis, free_port
+from .ch04 import DEFAULT_RETRIES, incr_exactly_once, incr_pipeline, no_retry_client
+from .ch04 import PREFIX as CH04_PREFIX
 from .ch07 import LoopThread, async_client
 
 PREFIX = LAB_PREFIX + "ch08:"
@@ -61,7 +64,10 @@ def add_once(r: redis.Redis, key: str, amount: int, before_exec=lambda: None) ->
         pipe.multi()
         pipe.set(key, value + amount)
         before_exec()
+
     r.transaction(add, key)
+
+
 # --8<-- [end:silent]
 
 
@@ -74,7 +80,7 @@ def _attempt(job) -> tuple[str, float]:
     try:
         job()
         outcome = "returned"
-    except Exception as err:  # noqa: BLE001 - the exception is the finding
+    except Exception as err:  # the exception is the finding
         outcome = type(err).__name__
     return outcome, time.perf_counter() - start
 
@@ -109,7 +115,7 @@ def measure_stalled(lab, n: int) -> dict[str, dict]:
                     faults.add(("stall", "timeout", "downstream", {"timeout": 0}))  # 0: hold, never close
                     timers.append(faults.clear_after(SILENCE_S))
 
-            outcome, elapsed = _attempt(lambda: job(c, stall))  # noqa: B023 - called at once
+            outcome, elapsed = _attempt(lambda: job(c, stall))
             for timer in timers:
                 timer.join()
         time.sleep(0.2)  # the last attempt's commands reach the server
@@ -128,13 +134,21 @@ def measure_blocked(lab, n: int) -> dict[str, dict]:
     e = lab.endpoint
     cases = {
         "default retries": lambda: incr_then_wait(e.client(socket_timeout=SHORT_TIMEOUT_S), key, queue, n, BLOCK_S),
-        "retries off": lambda: incr_then_wait(no_retry_client(e, socket_timeout=SHORT_TIMEOUT_S), key, queue, n,
-                                              BLOCK_S),
+        "retries off": lambda: incr_then_wait(
+            no_retry_client(e, socket_timeout=SHORT_TIMEOUT_S), key, queue, n, BLOCK_S
+        ),
         "redis.asyncio, default retries": lambda: _in_loop(
-            lambda: incr_then_wait_async(async_client(e, socket_timeout=SHORT_TIMEOUT_S), key, queue, n, BLOCK_S)),
+            lambda: incr_then_wait_async(async_client(e, socket_timeout=SHORT_TIMEOUT_S), key, queue, n, BLOCK_S)
+        ),
         "redis.asyncio, retries off": lambda: _in_loop(
-            lambda: incr_then_wait_async(async_client(e, socket_timeout=SHORT_TIMEOUT_S, retry=AsyncRetry(NoBackoff(), 0)),
-                                         key, queue, n, BLOCK_S)),
+            lambda: incr_then_wait_async(
+                async_client(e, socket_timeout=SHORT_TIMEOUT_S, retry=AsyncRetry(NoBackoff(), 0)),
+                key,
+                queue,
+                n,
+                BLOCK_S,
+            )
+        ),
     }
     out = {}
     for name, job in cases.items():
@@ -161,18 +175,39 @@ def _in_loop(make_coro):
         return loop.run(make_coro())
 
 
-RETRY_SLUGS = {"defaults": "defaults", "retries off": "off", "retries off, marker in MULTI/EXEC": "marker",
-               "WATCH, Redis.transaction()": "watch", "default retries": "defaults",
-               "redis.asyncio, default retries": "async", "redis.asyncio, retries off": "async_off"}
+RETRY_SLUGS = {
+    "defaults": "defaults",
+    "retries off": "off",
+    "retries off, marker in MULTI/EXEC": "marker",
+    "WATCH, Redis.transaction()": "watch",
+    "default retries": "defaults",
+    "redis.asyncio, default retries": "async",
+    "redis.asyncio, retries off": "async_off",
+}
 
 
 def retries_table(stalled: dict, blocked: dict, n: int) -> str:
-    rows = [[f"network stall of {SILENCE_S:g} s, socket_timeout {DEFAULT_TIMEOUT_S} s (default)", name, f"{c['runs']:g}",
-             c["outcome"], f"{c['elapsed_s']:.1f}"] for name, c in stalled.items()]
-    rows += [[f"BLPOP of {BLOCK_S:g} s in the pipeline, socket_timeout {SHORT_TIMEOUT_S:g} s", name, f"{c['runs']:g}",
-              c["outcome"], f"{c['elapsed_s']:.1f}"] for name, c in blocked.items()]
-    return md_table(["Replies held by", "Client", f"Times the server ran the {n} INCRs", "Caller saw", "Wait, s"],
-                    rows)
+    rows = [
+        [
+            f"network stall of {SILENCE_S:g} s, socket_timeout {DEFAULT_TIMEOUT_S} s (default)",
+            name,
+            f"{c['runs']:g}",
+            c["outcome"],
+            f"{c['elapsed_s']:.1f}",
+        ]
+        for name, c in stalled.items()
+    ]
+    rows += [
+        [
+            f"BLPOP of {BLOCK_S:g} s in the pipeline, socket_timeout {SHORT_TIMEOUT_S:g} s",
+            name,
+            f"{c['runs']:g}",
+            c["outcome"],
+            f"{c['elapsed_s']:.1f}",
+        ]
+        for name, c in blocked.items()
+    ]
+    return md_table(["Replies held by", "Client", f"Times the server ran the {n} INCRs", "Caller saw", "Wait, s"], rows)
 
 
 def _s(value: float, digits: int = 1) -> dict:
@@ -181,9 +216,15 @@ def _s(value: float, digits: int = 1) -> dict:
 
 def retries_summary(stalled: dict, blocked: dict, n: int) -> dict:
     worst = (DEFAULT_RETRIES + 1) * DEFAULT_TIMEOUT_S  # every attempt waits out the timeout
-    out = {"n": quantity(n, "count"), "default_worst_s": _s(worst, 0),
-           "default_timeout_s": _s(DEFAULT_TIMEOUT_S, 0), "default_retries": quantity(DEFAULT_RETRIES, "count"),
-           "silence_s": _s(SILENCE_S), "short_timeout_s": _s(SHORT_TIMEOUT_S), "block_s": _s(BLOCK_S, 0)}
+    out = {
+        "n": quantity(n, "count"),
+        "default_worst_s": _s(worst, 0),
+        "default_timeout_s": _s(DEFAULT_TIMEOUT_S, 0),
+        "default_retries": quantity(DEFAULT_RETRIES, "count"),
+        "silence_s": _s(SILENCE_S),
+        "short_timeout_s": _s(SHORT_TIMEOUT_S),
+        "block_s": _s(BLOCK_S, 0),
+    }
     for group, cases in (("stall", stalled), ("block", blocked)):
         for name, c in cases.items():
             slug = f"{group}_{RETRY_SLUGS[name]}"
@@ -195,13 +236,16 @@ def retries_summary(stalled: dict, blocked: dict, n: int) -> dict:
 
 # --- the Java clients ----------------------------------------------------------------------------
 
+
 @contextmanager
 def replicated_master(timeout_s: float = 10.0):
     """A master and one replica, both with appendonly on (WAITAOF counts a replica once it has fsynced
     its own AOF), both started here on loopback for WAIT and
     WAITAOF, and stopped when the block ends; yields the master's Endpoint."""
-    with EmbeddedRedis(port=free_port(), args=["--appendonly", "yes", "--repl-diskless-sync-delay", "0"]) as master, \
-            EmbeddedRedis(port=free_port(), args=["--replicaof", "127.0.0.1", str(master.port), "--appendonly", "yes"]):
+    with (
+        EmbeddedRedis(port=free_port(), args=["--appendonly", "yes", "--repl-diskless-sync-delay", "0"]) as master,
+        EmbeddedRedis(port=free_port(), args=["--replicaof", "127.0.0.1", str(master.port), "--appendonly", "yes"]),
+    ):
         with master.endpoint.client() as c:
             deadline = time.monotonic() + timeout_s
             while c.info("replication").get("slave0", {}).get("state") != "online":  # synced, acking
@@ -213,8 +257,17 @@ def replicated_master(timeout_s: float = 10.0):
 
 def _unit(name: str, value) -> str:
     """The unit of a Java fact, read from its name's suffix."""
-    for suffix, unit in (("_ms", "ms"), ("_us", "us"), ("_s", "s"), ("_bytes", "bytes"), ("_mb", "num"), ("_per_call", "num"),
-                         ("_per_pipeline", "num"), ("_over_connection_time", "x"), ("_ratio", "x")):
+    for suffix, unit in (
+        ("_ms", "ms"),
+        ("_us", "us"),
+        ("_s", "s"),
+        ("_bytes", "bytes"),
+        ("_mb", "num"),
+        ("_per_call", "num"),
+        ("_per_pipeline", "num"),
+        ("_over_connection_time", "x"),
+        ("_ratio", "x"),
+    ):
         if name.endswith(suffix):
             return unit
     return "count" if isinstance(value, int) else "num"
@@ -252,10 +305,18 @@ def measure_jedis(lab, cluster, n: int, repeat: int):
 
 def jedis_table(run) -> str:
     f, ms = run.facts, run.measurements()
-    rows = [[mode.replace("_", " "), f"{f.get(f'threads_per_pipeline_{mode}', 0):g}",
-             f"{m.per_op_us:,.0f} ({m.min / m.ops * 1e6:,.0f}–{m.max / m.ops * 1e6:,.0f})"] for mode, m in ms.items()]
-    return md_table(["Cluster pipeline (one SET per master)", "Threads started per pipeline",
-                     "µs per pipeline, median (min–max)"], rows)
+    rows = [
+        [
+            mode.replace("_", " "),
+            f"{f.get(f'threads_per_pipeline_{mode}', 0):g}",
+            f"{m.per_op_us:,.0f} ({m.min / m.ops * 1e6:,.0f}–{m.max / m.ops * 1e6:,.0f})",
+        ]
+        for mode, m in ms.items()
+    ]
+    return md_table(
+        ["Cluster pipeline (one SET per master)", "Threads started per pipeline", "µs per pipeline, median (min–max)"],
+        rows,
+    )
 
 
 SPRING_N = Size(full=5_000, quick=2_000)
@@ -271,32 +332,51 @@ def jedis_summary(run) -> dict:
     out = facts_summary(run) | {"n": quantity(run.data["size"], "count")}
     if "us_per_pipeline_shared_pool" in f:
         out["shared_pool_vs_sync_then_close"] = quantity(
-            f["us_per_pipeline_shared_pool"] / f["us_per_pipeline_sync_then_close"], "x")
+            f["us_per_pipeline_shared_pool"] / f["us_per_pipeline_sync_then_close"], "x"
+        )
     return out
 
 
-SPRING_MODES = {"one_by_one": "one by one, no pipeline", "escape": "RedisCallback calling the template",
-                "connection": "RedisCallback using its connection", "session": "SessionCallback using operations",
-                "session_outer": "SessionCallback calling the outer template"}
+SPRING_MODES = {
+    "one_by_one": "one by one, no pipeline",
+    "escape": "RedisCallback calling the template",
+    "connection": "RedisCallback using its connection",
+    "session": "SessionCallback using operations",
+    "session_outer": "SessionCallback calling the outer template",
+}
 
 
 def spring_table(run) -> str:
     f, ms = run.facts, run.measurements()
-    rows = [[label, f.get(f"{mode}_results", "–"), f"{f[f'{mode}_sets_per_call']:,.0f}", f"{f[f'{mode}_reads_per_call']:,.0f}",
-             f"{ms[mode].median * 1e3:,.1f} ({ms[mode].min * 1e3:,.1f}–{ms[mode].max * 1e3:,.1f})"]
-            for mode, label in SPRING_MODES.items()]
+    rows = [
+        [
+            label,
+            f.get(f"{mode}_results", "–"),
+            f"{f[f'{mode}_sets_per_call']:,.0f}",
+            f"{f[f'{mode}_reads_per_call']:,.0f}",
+            f"{ms[mode].median * 1e3:,.1f} ({ms[mode].min * 1e3:,.1f}–{ms[mode].max * 1e3:,.1f})",
+        ]
+        for mode, label in SPRING_MODES.items()
+    ]
     return md_table(["executePipelined with", "results", "SETs run", "server reads", "ms, median (min–max)"], rows)
 
 
 def spring_summary(run) -> dict:
-    return (facts_summary(run) | {"n": quantity(run.data["size"], "count")}
-            | {f"{mode}_ms": quantity(m.median * 1e3, "ms") for mode, m in run.measurements().items()})
+    return (
+        facts_summary(run)
+        | {"n": quantity(run.data["size"], "count")}
+        | {f"{mode}_ms": quantity(m.median * 1e3, "ms") for mode, m in run.measurements().items()}
+    )
 
 
 LETTUCE_QUEUE = Size(full=100_000, quick=50_000)  # commands queued with auto-flush off, at most
 LETTUCE_REPEAT = Size(full=3, quick=2)
-REPLAY_SCENARIOS = {"default": "defaults (autoReconnect on)", "replay_filter": "replayFilter(cmd -> true)",
-                    "no_reconnect": "autoReconnect(false)", "reject": "DisconnectedBehavior.REJECT_COMMANDS"}
+REPLAY_SCENARIOS = {
+    "default": "defaults (autoReconnect on)",
+    "replay_filter": "replayFilter(cmd -> true)",
+    "no_reconnect": "autoReconnect(false)",
+    "reject": "DisconnectedBehavior.REJECT_COMMANDS",
+}
 
 
 def measure_lettuce(lab, queued: int, repeat: int):
@@ -305,19 +385,35 @@ def measure_lettuce(lab, queued: int, repeat: int):
         return lab.java("ch08-lettuce", queued, repeat, 1)
     with lab.faults() as faults:  # whatever toxics the example leaves are lifted when it ends
         proxy = faults.link.endpoint
-        return lab.java("ch08-lettuce", queued, repeat, 1, f"{proxy.host}:{proxy.port}", lab.toxiproxy.api_url,
-                        PROXY_NAME)
+        return lab.java(
+            "ch08-lettuce", queued, repeat, 1, f"{proxy.host}:{proxy.port}", lab.toxiproxy.api_url, PROXY_NAME
+        )
 
 
 def replay_table(run) -> str:
     f = run.facts
     if "replay_skipped" in f:
         return f"In-flight replay skipped: {f['replay_skipped']}"
-    rows = [[label, f"{f[f'replay_{s}_futures_ok']:,} / {f[f'replay_{s}_futures_failed']:,}",
-             f"{f[f'replay_{s}_applied_first']:,}", f"{f[f'replay_{s}_duplicates']:,}", f"{f[f'replay_{s}_counter']:,}"]
-            for s, label in REPLAY_SCENARIOS.items()]
-    return md_table([f"Lettuce, {f['replay_incrs']:,} INCRs in flight at the drop", "futures ok / failed",
-                     "applied before the drop", "applied twice", "counter"], rows)
+    rows = [
+        [
+            label,
+            f"{f[f'replay_{s}_futures_ok']:,} / {f[f'replay_{s}_futures_failed']:,}",
+            f"{f[f'replay_{s}_applied_first']:,}",
+            f"{f[f'replay_{s}_duplicates']:,}",
+            f"{f[f'replay_{s}_counter']:,}",
+        ]
+        for s, label in REPLAY_SCENARIOS.items()
+    ]
+    return md_table(
+        [
+            f"Lettuce, {f['replay_incrs']:,} INCRs in flight at the drop",
+            "futures ok / failed",
+            "applied before the drop",
+            "applied twice",
+            "counter",
+        ],
+        rows,
+    )
 
 
 def lettuce_summary(run) -> dict:
@@ -325,7 +421,9 @@ def lettuce_summary(run) -> dict:
     queued = sorted(int(m.group(1)) for name in run.facts if (m := re.fullmatch(r"queued_(\d+)_heap_mb", name)))
     for i, k in enumerate(queued, 1):  # the sizes follow `size`: the prose names them by rank
         out[f"queue{i}_n"] = quantity(k, "count")
-        out[f"queue{i}_mb"] = quantity(run.facts[f"queued_{k}_heap_mb"], "num", f"{run.facts[f'queued_{k}_heap_mb']:.1f}")
+        out[f"queue{i}_mb"] = quantity(
+            run.facts[f"queued_{k}_heap_mb"], "num", f"{run.facts[f'queued_{k}_heap_mb']:.1f}"
+        )
     return out
 
 
@@ -338,12 +436,16 @@ def measure_redisson(lab, n: int, repeat: int):
     so never a server the lab was pointed at) and watch with MONITOR, and a replicated pair for WAIT
     and WAITAOF."""
     with EmbeddedRedis(port=free_port()) as alone, replicated_master() as replicated:
-        return lab.java("ch08-redisson", n, repeat, 1, f"replicated={replicated.host}:{replicated.port}",
-                        target=alone.endpoint)
+        return lab.java(
+            "ch08-redisson", n, repeat, 1, f"replicated={replicated.host}:{replicated.port}", target=alone.endpoint
+        )
 
 
-REDISSON_MODES = {"in_memory": "IN_MEMORY", "in_memory_atomic": "IN_MEMORY_ATOMIC",
-                  "redis_write_atomic": "REDIS_WRITE_ATOMIC"}
+REDISSON_MODES = {
+    "in_memory": "IN_MEMORY",
+    "in_memory_atomic": "IN_MEMORY_ATOMIC",
+    "redis_write_atomic": "REDIS_WRITE_ATOMIC",
+}
 
 
 def redisson_table(run) -> str:
@@ -352,10 +454,18 @@ def redisson_table(run) -> str:
     for case in ("big", "stall"):
         for mode, label in REDISSON_MODES.items():
             p = f"{case}_{mode}_"
-            rows.append([case, label, f.get(p + "outcome", "–"), f"{f.get(p + 'incr_calls', 0):,}",
-                         f"{f.get(p + 'counter_total', 0):,}"])
-    return md_table(["Timed out by", "Execution mode", "The caller saw", "INCRs the server ran", "Counters' total"],
-                    rows)
+            rows.append(
+                [
+                    case,
+                    label,
+                    f.get(p + "outcome", "–"),
+                    f"{f.get(p + 'incr_calls', 0):,}",
+                    f"{f.get(p + 'counter_total', 0):,}",
+                ]
+            )
+    return md_table(
+        ["Timed out by", "Execution mode", "The caller saw", "INCRs the server ran", "Counters' total"], rows
+    )
 
 
 def redisson_summary(run) -> dict:

@@ -3,6 +3,7 @@
 Each chapter module declares PUBLISHED (what its sources printed, with where) and CLAIMS (which
 results-file value answers each one). The notebook and the site print the same table from them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -63,11 +64,17 @@ def rows(chapter: str, base: Path | None = None, reference: Path | None = None) 
         ref = measured(claim.result, claim.key, reference or paths.reference_dir())
         ratio_of, figure = ("yours", mine) if mine else ("reference", ref) if ref else (None, None)
         published = claim.published.value
-        out.append({"label": claim.label, "published": results.format_value(published, claim.unit),
-                    "source": claim.published.source, "yours": mine["text"] if mine else NOT_MEASURED,
-                    "reference": ref["text"] if ref else NOT_MEASURED,
-                    "ratio": figure["value"] / published if figure and figure["value"] and published else None,
-                    "ratio_of": ratio_of})
+        out.append(
+            {
+                "label": claim.label,
+                "published": results.format_value(published, claim.unit),
+                "source": claim.published.source,
+                "yours": mine["text"] if mine else NOT_MEASURED,
+                "reference": ref["text"] if ref else NOT_MEASURED,
+                "ratio": figure["value"] / published if figure and figure["value"] and published else None,
+                "ratio_of": ratio_of,
+            }
+        )
     return out
 
 
@@ -81,14 +88,24 @@ def markdown_table(chapter: str, base: Path | None = None, reference: Path | Non
     table and the site's. Before the reader measures, the ratio column is the reference's, marked so."""
     lines = []
     if quick_mode(chapter, base):
-        lines += ["!!! warning \"Quick mode\"", "    These figures come from a quick run with reduced sizes "
-                  "(the tests' mode); `make book` measures the full sizes.", ""]
-    lines += ["| Measurement | Published | Yours | Reference | Yours ÷ published | Source |",
-              "|---|---:|---:|---:|---:|---|"]
+        lines += [
+            '!!! warning "Quick mode"',
+            "    These figures come from a quick run with reduced sizes "
+            "(the tests' mode); `make book` measures the full sizes.",
+            "",
+        ]
+    lines += [
+        "| Measurement | Published | Yours | Reference | Yours ÷ published | Source |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
     for row in rows(chapter, base, reference):
         yours = NOT_MEASURED if row["yours"] == NOT_MEASURED else f"**{row['yours']}**"
-        ratio = NOT_MEASURED if row["ratio"] is None else f"{row['ratio']:.3g}" + (
-            " (reference)" if row["ratio_of"] == "reference" else "")
-        lines.append(f"| {row['label']} | {row['published']} | {yours} | {row['reference']} | {ratio} | "
-                     f"{row['source']} |")
+        ratio = (
+            NOT_MEASURED
+            if row["ratio"] is None
+            else f"{row['ratio']:.3g}" + (" (reference)" if row["ratio_of"] == "reference" else "")
+        )
+        lines.append(
+            f"| {row['label']} | {row['published']} | {yours} | {row['reference']} | {ratio} | {row['source']} |"
+        )
     return results.MarkdownText("\n".join(lines))

@@ -3,19 +3,22 @@
 `pipelab course` runs every solution (notebooks/solutions/, `jbang exNN-solution`) against the lab's
 Redis and times it, so the trainer's page shows how long each exercise's code takes on this machine.
 """
-from __future__ import annotations
 
-import subprocess
-from dataclasses import dataclass
-from pathlib import Path
+from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
 
 from .. import jbang, proxy, results
 from ..book import build as book
 from ..errors import LabError
+from ..lab import open_lab
 from ..measure import Measurement, measure
 from ..paths import REPO, notebooks_out_dir, tools_dir
 
@@ -93,25 +96,37 @@ def run_solutions(host: str, port: int, quick: bool) -> Path:
     for ex in EXERCISES:
         source = ex.notebook("solutions")
         target = notebooks_out_dir() / "solutions" / source.name
-        python = measure(f"exercise {ex.number}, Python solution notebook", lambda: book.execute(
-            source, target, {"QUICK": quick}), ops=1, repeat=repeat, warmup=warmup, exercise=ex.number)
+        python = measure(
+            f"exercise {ex.number}, Python solution notebook",
+            lambda: book.execute(source, target, {"QUICK": quick}),
+            ops=1,
+            repeat=repeat,
+            warmup=warmup,
+            exercise=ex.number,
+        )
         printed = _solved_line("".join(o.get("text", "") for c in _cells(target) for o in c.get("outputs", [])))
         if not printed:
             raise LabError(f"The solution notebook {source.name} ran but did not print 'solved'.")
         java_lines: list[str] = []
-        java = measure(f"exercise {ex.number}, jbang {ex.alias(True)}",
-                       lambda: java_lines.append(_java_solution(ex, host, port)), ops=1, repeat=repeat,
-                       warmup=warmup, exercise=ex.number)
+        java = measure(
+            f"exercise {ex.number}, jbang {ex.alias(True)}",
+            lambda: java_lines.append(_java_solution(ex, host, port)),
+            ops=1,
+            repeat=repeat,
+            warmup=warmup,
+            exercise=ex.number,
+        )
         measurements += [python, java]
-        summary.update({
-            f"ex{ex.number}_python_s": results.quantity(python.median, "s"),
-            f"ex{ex.number}_java_s": results.quantity(java.median, "s"),
-            f"ex{ex.number}_java_first_s": results.quantity(java.warmup[0] if java.warmup else None, "s"),
-            f"ex{ex.number}_python_printed": results.quantity(0, "count", printed),
-            f"ex{ex.number}_java_printed": results.quantity(0, "count", java_lines[-1]),
-        })
+        summary.update(
+            {
+                f"ex{ex.number}_python_s": results.quantity(python.median, "s"),
+                f"ex{ex.number}_java_s": results.quantity(java.median, "s"),
+                f"ex{ex.number}_java_first_s": results.quantity(java.warmup[0] if java.warmup else None, "s"),
+                f"ex{ex.number}_python_printed": results.quantity(0, "count", printed),
+                f"ex{ex.number}_java_printed": results.quantity(0, "count", java_lines[-1]),
+            }
+        )
     summary.update(footprint())
-    from ..lab import open_lab  # noqa: PLC0415  (the session's Redis, for the environment record)
 
     return Path(open_lab(quick).save(TIMINGS, measurements, summary=summary))
 
@@ -130,11 +145,13 @@ def footprint() -> dict:
         jars.update(Path(j) for j in classpath.split(os.pathsep) if j.endswith(".jar") and "/.jbang/cache/" not in j)
     venv = Path(sys.prefix)
     with_lab = importlib.util.find_spec("jupyterlab") is not None
-    return {"venv_bytes": results.quantity(_size(venv), "bytes"),
-            "venv_has_jupyterlab": results.quantity(0, "count", "yes" if with_lab else "no (make lab adds it)"),
-            "tools_bytes": results.quantity(_size(tools_dir()), "bytes"),
-            "maven_bytes": results.quantity(sum(_size(j) for j in jars if j.exists()), "bytes"),
-            "maven_jars": results.quantity(len(jars), "count")}
+    return {
+        "venv_bytes": results.quantity(_size(venv), "bytes"),
+        "venv_has_jupyterlab": results.quantity(0, "count", "yes" if with_lab else "no (make lab adds it)"),
+        "tools_bytes": results.quantity(_size(tools_dir()), "bytes"),
+        "maven_bytes": results.quantity(sum(_size(j) for j in jars if j.exists()), "bytes"),
+        "maven_jars": results.quantity(len(jars), "count"),
+    }
 
 
 def prefetch() -> dict:
@@ -150,7 +167,6 @@ def prefetch() -> dict:
 
 
 def _cells(notebook: Path) -> list:
-    import nbformat  # noqa: PLC0415
 
     return nbformat.read(notebook, as_version=4).cells
 
@@ -159,26 +175,66 @@ def footprint_table() -> str:
     doc = results.load(TIMINGS)
     if not doc or "venv_bytes" not in doc["summary"]:
         return "_`make course` measures what the course fetches onto this machine._"
-    value = lambda key: doc["summary"][key]["text"]  # noqa: E731
-    return results.md_table(["What", "Where", "On disk"], [
-        [f"Python packages (JupyterLab installed: {value('venv_has_jupyterlab')})", "build/venv", value("venv_bytes")],
-        [f"Java clients and their dependencies, {value('maven_jars')} jars", "~/.m2/repository",
-         value("maven_bytes")],
-        ["JBang and toxiproxy", "build/tools", value("tools_bytes")]])
+
+    def value(key):
+        return doc["summary"][key]["text"]
+
+    return results.md_table(
+        ["What", "Where", "On disk"],
+        [
+            [
+                f"Python packages (JupyterLab installed: {value('venv_has_jupyterlab')})",
+                "build/venv",
+                value("venv_bytes"),
+            ],
+            [
+                f"Java clients and their dependencies, {value('maven_jars')} jars",
+                "~/.m2/repository",
+                value("maven_bytes"),
+            ],
+            ["JBang and toxiproxy", "build/tools", value("tools_bytes")],
+        ],
+    )
 
 
 def timings_table() -> str:
     """The trainer's page: the plan for each exercise beside what its solutions took on this machine."""
     doc = results.load(TIMINGS)
     value = (lambda key: doc["summary"].get(key, {}).get("text", "–")) if doc else (lambda key: "–")
-    rows = [[f"{int(ex.number)}. {ex.title}", f"[{ex.chapter_title()}](../chapters/{ex.chapter}.md)",
-             f"{ex.planned_minutes} min", value(f"ex{ex.number}_python_s"), value(f"ex{ex.number}_java_first_s"),
-             value(f"ex{ex.number}_java_s")] for ex in EXERCISES]
-    table = results.md_table(["Exercise", "Chapter", "Planned in class", "Python solution notebook",
-                             "Java solution, first run", "Java solution, later runs"], rows)
+    rows = [
+        [
+            f"{int(ex.number)}. {ex.title}",
+            f"[{ex.chapter_title()}](../chapters/{ex.chapter}.md)",
+            f"{ex.planned_minutes} min",
+            value(f"ex{ex.number}_python_s"),
+            value(f"ex{ex.number}_java_first_s"),
+            value(f"ex{ex.number}_java_s"),
+        ]
+        for ex in EXERCISES
+    ]
+    table = results.md_table(
+        [
+            "Exercise",
+            "Chapter",
+            "Planned in class",
+            "Python solution notebook",
+            "Java solution, first run",
+            "Java solution, later runs",
+        ],
+        rows,
+    )
     if not doc:
         return table + "\n\n_Run `make course` to time the solutions on this machine._"
-    printed = [[f"{int(ex.number)}", value(f"ex{ex.number}_python_printed"), value(f"ex{ex.number}_java_printed")]
-               for ex in EXERCISES]
-    return "\n".join([table, "", "What each solution printed when it passed on this machine:", "",
-                      results.md_table(["Exercise", "Python", "Java"], printed)])
+    printed = [
+        [f"{int(ex.number)}", value(f"ex{ex.number}_python_printed"), value(f"ex{ex.number}_java_printed")]
+        for ex in EXERCISES
+    ]
+    return "\n".join(
+        [
+            table,
+            "",
+            "What each solution printed when it passed on this machine:",
+            "",
+            results.md_table(["Exercise", "Python", "Java"], printed),
+        ]
+    )

@@ -1,11 +1,28 @@
 """Section 6: a blocking command inside a pipeline."""
+
 from __future__ import annotations
 
 import time
 
+import redis
+
 from ...results import md_table, quantity
 from .common import PREFIX
-from .instruments import Probe, pipeline_with_blpop
+from .instruments import Probe
+
+
+# --8<-- [start:blocking]
+def pipeline_with_blpop(r: redis.Redis, queue: str, marker: str, timeout_s: float, *, transaction: bool = False):
+    # SET before, BLPOP on an empty list, SET after: the reply to the first SET and the
+    # execution of the last wait for BLPOP to return (in MULTI, BLPOP does not block).
+    pipe = r.pipeline(transaction=transaction)
+    pipe.set(f"{marker}:before", 1)
+    pipe.blpop([queue], timeout=timeout_s)
+    pipe.set(f"{marker}:after", 1)
+    return pipe.execute()
+
+
+# --8<-- [end:blocking]
 
 
 def blocking_cases(lab, timeouts: list) -> list:
@@ -28,24 +45,52 @@ def blocking_cases(lab, timeouts: list) -> list:
                 out = pipeline_with_blpop(r, queue, mark, timeout, transaction=transaction)
                 elapsed = time.perf_counter() - start
                 time.sleep(0.01)
-            rows.append({"transaction": transaction, "timeout_s": timeout, "elapsed_ms": elapsed * 1e3,
-                         "before_ms": (seen["before"] - start) * 1e3, "after_ms": (seen["after"] - start) * 1e3,
-                         "blpop_reply": repr(out[1])})
+            rows.append(
+                {
+                    "transaction": transaction,
+                    "timeout_s": timeout,
+                    "elapsed_ms": elapsed * 1e3,
+                    "before_ms": (seen["before"] - start) * 1e3,
+                    "after_ms": (seen["after"] - start) * 1e3,
+                    "blpop_reply": repr(out[1]),
+                }
+            )
     r.unlink(queue, f"{mark}:before", f"{mark}:after")
     r.close()
     return rows
 
 
 def blocking_table(rows: list) -> str:
-    return md_table(["MULTI/EXEC", "BLPOP timeout", "pipeline took", "SET before visible at", "SET after visible at",
-                     "BLPOP replied"],
-                    [[x["transaction"], f"{x['timeout_s'] * 1e3:.0f} ms", f"{x['elapsed_ms']:.1f} ms",
-                      f"{x['before_ms']:.1f} ms", f"{x['after_ms']:.1f} ms", x["blpop_reply"]] for x in rows])
+    return md_table(
+        [
+            "MULTI/EXEC",
+            "BLPOP timeout",
+            "pipeline took",
+            "SET before visible at",
+            "SET after visible at",
+            "BLPOP replied",
+        ],
+        [
+            [
+                x["transaction"],
+                f"{x['timeout_s'] * 1e3:.0f} ms",
+                f"{x['elapsed_ms']:.1f} ms",
+                f"{x['before_ms']:.1f} ms",
+                f"{x['after_ms']:.1f} ms",
+                x["blpop_reply"],
+            ]
+            for x in rows
+        ],
+    )
 
 
 def blocking_summary(rows: list) -> dict:
     longest = max((x for x in rows if not x["transaction"]), key=lambda x: x["timeout_s"])
     in_multi = max((x for x in rows if x["transaction"]), key=lambda x: x["timeout_s"])
-    return {"timeout_ms": quantity(longest["timeout_s"] * 1e3, "ms"), "pipeline_ms": quantity(longest["elapsed_ms"], "ms"),
-            "after_ms": quantity(longest["after_ms"], "ms"), "before_ms": quantity(longest["before_ms"], "ms"),
-            "multi_ms": quantity(in_multi["elapsed_ms"], "ms")}
+    return {
+        "timeout_ms": quantity(longest["timeout_s"] * 1e3, "ms"),
+        "pipeline_ms": quantity(longest["elapsed_ms"], "ms"),
+        "after_ms": quantity(longest["after_ms"], "ms"),
+        "before_ms": quantity(longest["before_ms"], "ms"),
+        "multi_ms": quantity(in_multi["elapsed_ms"], "ms"),
+    }

@@ -1,14 +1,57 @@
 """Section 5: a connection that drops in the middle of a pipeline: what ran, and retries."""
+
 from __future__ import annotations
 
 import time
 
+import redis
+
 from ...jbang import fact
 from ...results import md_table, quantity
 from ...server import delete_lab_keys
-from .parameters import CUT_MS
 from .common import PREFIX, no_retry_client
-from .instruments import incr_command_bytes, incr_exactly_once, incr_pipeline, set_pipeline
+from .instruments import incr_command_bytes
+from .parameters import CUT_MS
+
+
+# --8<-- [start:drop]
+def incr_pipeline(r: redis.Redis, key: str, n: int, *, transaction: bool = False) -> list:
+    # n INCR of one counter: the counter's value afterwards is the number the server applied.
+    pipe = r.pipeline(transaction=transaction)
+    for _ in range(n):
+        pipe.incr(key)
+    return pipe.execute()
+
+
+def set_pipeline(r: redis.Redis, prefix: str, n: int) -> list:
+    # The idempotent version of the same job: SET key:i 1 applied twice leaves the same state.
+    pipe = r.pipeline(transaction=False)
+    for i in range(n):
+        pipe.set(f"{prefix}{i}", 1)
+    return pipe.execute()
+
+
+def incr_exactly_once(r: redis.Redis, key: str, n: int, request_id: str, attempts: int = 5) -> int:
+    # A retry that cannot apply anything twice: MULTI/EXEC makes the job all or nothing, and a
+    # marker written in the same transaction tells a retry whether an earlier attempt ran.
+    # `r` must not retry by itself (no_retry_client). Returns the attempts it took.
+    marker = f"{PREFIX}request:{request_id}"
+    for attempt in range(1, attempts + 1):
+        try:
+            if r.exists(marker):
+                return attempt  # the reply was lost, the work was not: nothing to re-send
+            pipe = r.pipeline(transaction=True)
+            for _ in range(n):
+                pipe.incr(key)
+            pipe.set(marker, 1, ex=3600)
+            pipe.execute()
+            return attempt
+        except (redis.ConnectionError, redis.TimeoutError):
+            time.sleep(0.05 * attempt)
+    raise redis.ConnectionError(f"gave up after {attempts} attempts")
+
+
+# --8<-- [end:drop]
 
 
 def drop_scenarios(lab, n: int) -> dict:
@@ -18,11 +61,19 @@ def drop_scenarios(lab, n: int) -> dict:
     counter, set_prefix = PREFIX + "drop:counter", PREFIX + "drop:set:"
     # Enough bandwidth for about a quarter of the pipeline before the reset.
     rate_kb_s = max(1, int(n * incr_command_bytes(counter) * 0.25 / 1024 / (CUT_MS / 1000)))
-    cut = [("slow", "bandwidth", "upstream", {"rate": rate_kb_s}), ("cut", "reset_peer", "downstream", {"timeout": CUT_MS})]
+    cut = [
+        ("slow", "bandwidth", "upstream", {"rate": rate_kb_s}),
+        ("cut", "reset_peer", "downstream", {"timeout": CUT_MS}),
+    ]
     # Replies lost: the whole job reaches Redis and runs; every reply is dropped and the connection closes.
     lost = [("lost", "timeout", "downstream", {"timeout": CUT_MS})]
-    count = lambda: int(r.get(counter) or 0)  # noqa: E731
-    keys_set = lambda: sum(1 for _ in r.scan_iter(match=set_prefix + "*", count=1000))  # noqa: E731
+
+    def count():
+        return int(r.get(counter) or 0)
+
+    def keys_set():
+        return sum(1 for _ in r.scan_iter(match=set_prefix + "*", count=1000))
+
     drop = {}
 
     def attempt(name, client_factory, job, *, blip=False, toxics=cut, applied=count):
@@ -36,21 +87,28 @@ def drop_scenarios(lab, n: int) -> dict:
             try:
                 out = job(c)
                 outcome = f"returned {len(out) if isinstance(out, list) else out}"
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:
                 outcome = type(err).__name__
             if timer:
                 timer.join()
         time.sleep(0.2)  # let the server finish what reached it
-        drop[name] = {"outcome": outcome, "applied": applied(),
-                      "connections": r.info("stats")["total_connections_received"] - conns0}
+        drop[name] = {
+            "outcome": outcome,
+            "applied": applied(),
+            "connections": r.info("stats")["total_connections_received"] - conns0,
+        }
         c.close()
 
     def then(name, job, applied=count):  # the application re-sends the whole job on a good connection
         job(r)
         drop[name] = {"outcome": "returned", "applied": applied(), "connections": 0}
 
-    incr = lambda c: incr_pipeline(c, counter, n)  # noqa: E731
-    incr_tx = lambda c: incr_pipeline(c, counter, n, transaction=True)  # noqa: E731
+    def incr(c):
+        return incr_pipeline(c, counter, n)
+
+    def incr_tx(c):
+        return incr_pipeline(c, counter, n, transaction=True)
+
     r.unlink(counter)
     attempt("cut, no retry", no_retry_client, incr)
     then("blind retry", incr)
@@ -60,13 +118,23 @@ def drop_scenarios(lab, n: int) -> dict:
     attempt("MULTI/EXEC, no retry", no_retry_client, incr_tx)
     then("MULTI/EXEC, then retry", incr_tx)
     r.unlink(counter)
-    attempt("replies lost, MULTI/EXEC, redis-py's own retry, blip", lambda e: e.client(), incr_tx, blip=True, toxics=lost)
+    attempt(
+        "replies lost, MULTI/EXEC, redis-py's own retry, blip", lambda e: e.client(), incr_tx, blip=True, toxics=lost
+    )
     r.unlink(counter)
     request = f"job-{time.time_ns()}"
-    attempt("replies lost, MULTI/EXEC + marker, blip", no_retry_client,
-            lambda c: incr_exactly_once(c, counter, n, request), blip=True, toxics=lost)
+    attempt(
+        "replies lost, MULTI/EXEC + marker, blip",
+        no_retry_client,
+        lambda c: incr_exactly_once(c, counter, n, request),
+        blip=True,
+        toxics=lost,
+    )
     r.unlink(counter, f"{PREFIX}request:{request}")
-    sets = lambda c: set_pipeline(c, set_prefix, n)  # noqa: E731
+
+    def sets(c):
+        return set_pipeline(c, set_prefix, n)
+
     attempt("SET (idempotent), cut, no retry", no_retry_client, sets, applied=keys_set)
     then("SET (idempotent), blind retry", sets, applied=keys_set)
     delete_lab_keys(r, set_prefix + "*")
@@ -75,32 +143,41 @@ def drop_scenarios(lab, n: int) -> dict:
 
 
 def drop_table(drop: dict, n: int) -> str:
-    return md_table(["scenario", "what the client saw", "applied on the server", f"÷ {n:,}", "connections"],
-                    [[name, x["outcome"], f"{x['applied']:,}", f"{x['applied'] / n:.2f}", x["connections"]]
-                     for name, x in drop.items()])
+    return md_table(
+        ["scenario", "what the client saw", "applied on the server", f"÷ {n:,}", "connections"],
+        [
+            [name, x["outcome"], f"{x['applied']:,}", f"{x['applied'] / n:.2f}", x["connections"]]
+            for name, x in drop.items()
+        ],
+    )
 
 
 def drop_summary(drop: dict, n: int, java) -> dict:
-    applied = lambda name: quantity(drop[name]["applied"] if name in drop else None, "count")  # noqa: E731
+    def applied(name):
+        return quantity(drop[name]["applied"] if name in drop else None, "count")
+
     retry = drop.get("redis-py's own retry, blip", {})
-    return {"n": quantity(n, "count"), "cut_ms": quantity(CUT_MS, "ms"),
-            "cut_applied": applied("cut, no retry"),
-            "cut_share": quantity(100 * drop["cut, no retry"]["applied"] / n if drop else None, "%"),
-            "blind_retry_applied": applied("blind retry"),
-            "library_retry_applied": applied("redis-py's own retry, blip"),
-            "library_retry_outcome": quantity(0, "count", retry.get("outcome", "–")),
-            "library_retry_connections": quantity(retry.get("connections"), "count"),
-            "tx_cut_applied": applied("MULTI/EXEC, no retry"),
-            "tx_retry_applied": applied("MULTI/EXEC, then retry"),
-            "lost_tx_library_retry_applied": applied("replies lost, MULTI/EXEC, redis-py's own retry, blip"),
-            "lost_exactly_once_applied": applied("replies lost, MULTI/EXEC + marker, blip"),
-            "idempotent_cut_applied": applied("SET (idempotent), cut, no retry"),
-            "idempotent_retry_applied": applied("SET (idempotent), blind retry"),
-            "jedis_cut_applied": fact(java, "pipeline_applied"),
-            "jedis_blind_retry": fact(java, "blind_retry_counter"),
-            "jedis_tx_applied": fact(java, "transaction_applied"),
-            "jedis_tx_retry": fact(java, "transaction_retry_counter"),
-            "lettuce_futures_ok": fact(java, "lettuce_futures_ok"),
-            "lettuce_futures_failed": fact(java, "lettuce_futures_failed"),
-            "lettuce_counter": fact(java, "lettuce_counter"),
-            "lettuce_duplicates": fact(java, "lettuce_duplicates")}
+    return {
+        "n": quantity(n, "count"),
+        "cut_ms": quantity(CUT_MS, "ms"),
+        "cut_applied": applied("cut, no retry"),
+        "cut_share": quantity(100 * drop["cut, no retry"]["applied"] / n if drop else None, "%"),
+        "blind_retry_applied": applied("blind retry"),
+        "library_retry_applied": applied("redis-py's own retry, blip"),
+        "library_retry_outcome": quantity(0, "count", retry.get("outcome", "–")),
+        "library_retry_connections": quantity(retry.get("connections"), "count"),
+        "tx_cut_applied": applied("MULTI/EXEC, no retry"),
+        "tx_retry_applied": applied("MULTI/EXEC, then retry"),
+        "lost_tx_library_retry_applied": applied("replies lost, MULTI/EXEC, redis-py's own retry, blip"),
+        "lost_exactly_once_applied": applied("replies lost, MULTI/EXEC + marker, blip"),
+        "idempotent_cut_applied": applied("SET (idempotent), cut, no retry"),
+        "idempotent_retry_applied": applied("SET (idempotent), blind retry"),
+        "jedis_cut_applied": fact(java, "pipeline_applied"),
+        "jedis_blind_retry": fact(java, "blind_retry_counter"),
+        "jedis_tx_applied": fact(java, "transaction_applied"),
+        "jedis_tx_retry": fact(java, "transaction_retry_counter"),
+        "lettuce_futures_ok": fact(java, "lettuce_futures_ok"),
+        "lettuce_futures_failed": fact(java, "lettuce_futures_failed"),
+        "lettuce_counter": fact(java, "lettuce_counter"),
+        "lettuce_duplicates": fact(java, "lettuce_duplicates"),
+    }

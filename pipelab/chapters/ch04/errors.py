@@ -1,12 +1,32 @@
 """Section 4: one bad command in a pipeline, and what each client does with the rest."""
+
 from __future__ import annotations
 
 import redis
 
 from ...results import md_table, quantity
 from .common import PREFIX
-from .instruments import pipeline_with_bad_command
 from .parameters import yes_no
+
+
+# --8<-- [start:bad]
+def pipeline_with_bad_command(
+    r: redis.Redis, key: str, counter: str, *, transaction: bool, raise_on_error: bool, bad: str = "wrongtype"
+):
+    # The second command fails: LPUSH on a string (WRONGTYPE, an error when it runs), or
+    # LPUSH without a value (wrong number of arguments, an error before it can run).
+    pipe = r.pipeline(transaction=transaction)
+    pipe.set(key, "v")
+    if bad == "wrongtype":
+        pipe.lpush(key, "x")
+    else:
+        pipe.execute_command("LPUSH", key)
+    pipe.incr(counter)
+    pipe.get(key)
+    return pipe.execute(raise_on_error=raise_on_error)
+
+
+# --8<-- [end:bad]
 
 
 def bad_command_cases(r: redis.Redis) -> list:
@@ -19,35 +39,53 @@ def bad_command_cases(r: redis.Redis) -> list:
             for raise_on_error in (True, False):
                 r.unlink(bad_key, counter)
                 try:
-                    out = pipeline_with_bad_command(r, bad_key, counter, transaction=transaction,
-                                                    raise_on_error=raise_on_error, bad=bad)
-                    seen = "results: " + ", ".join(type(x).__name__ if isinstance(x, Exception) else repr(x) for x in out)
-                except Exception as err:  # noqa: BLE001  (what surfaces is the finding)
+                    out = pipeline_with_bad_command(
+                        r, bad_key, counter, transaction=transaction, raise_on_error=raise_on_error, bad=bad
+                    )
+                    seen = "results: " + ", ".join(
+                        type(x).__name__ if isinstance(x, Exception) else repr(x) for x in out
+                    )
+                except Exception as err:  # what surfaces is the finding
                     seen = f"raises {type(err).__name__}: {str(err)[:70]}"
-                rows.append({"bad": bad, "transaction": transaction, "raise_on_error": raise_on_error, "seen": seen,
-                             "later_ran": r.get(counter) == b"1"})
+                rows.append(
+                    {
+                        "bad": bad,
+                        "transaction": transaction,
+                        "raise_on_error": raise_on_error,
+                        "seen": seen,
+                        "later_ran": r.get(counter) == b"1",
+                    }
+                )
     r.unlink(bad_key, counter)
     return rows
 
 
 def errors_table(rows: list) -> str:
-    return md_table(["bad command", "MULTI/EXEC", "raise_on_error", "what redis-py returns", "INCR after it ran"],
-                    [[x["bad"], x["transaction"], x["raise_on_error"], x["seen"], "yes" if x["later_ran"] else "no"]
-                     for x in rows])
+    return md_table(
+        ["bad command", "MULTI/EXEC", "raise_on_error", "what redis-py returns", "INCR after it ran"],
+        [[x["bad"], x["transaction"], x["raise_on_error"], x["seen"], "yes" if x["later_ran"] else "no"] for x in rows],
+    )
 
 
 def errors_summary(rows: list, java_facts: dict) -> dict:
     def row(bad, transaction, raise_on_error):
-        return next(x for x in rows if (x["bad"], x["transaction"], x["raise_on_error"]) == (bad, transaction, raise_on_error))
+        return next(
+            x for x in rows if (x["bad"], x["transaction"], x["raise_on_error"]) == (bad, transaction, raise_on_error)
+        )
 
     java_clients = sorted({k.split("_")[0] for k in java_facts if k.endswith("_later_commands_ran")})
     plain = row("wrongtype", False, True)
-    return {"redispy_later_ran": yes_no(plain["later_ran"]),
-            "redispy_multi_later_ran": yes_no(row("wrongtype", True, True)["later_ran"]),
-            "redispy_arity_multi_later_ran": yes_no(row("arity", True, False)["later_ran"]),
-            "redispy_raise": quantity(0, "count", plain["seen"]),
-            "later_ran_everywhere": quantity(sum(1 for c in java_clients if java_facts[f"{c}_later_commands_ran"])
-                                             + plain["later_ran"], "count"),
-            "clients_checked": quantity(len(java_clients) + 1, "count"),
-            } | {f"{c}_{what}": quantity(0, "count", java_facts.get(f"{c}_{what}", "not reported"))
-                 for c in ("jedis", "lettuce", "redisson", "spring") for what in ("error_surfaced", "results")}
+    return {
+        "redispy_later_ran": yes_no(plain["later_ran"]),
+        "redispy_multi_later_ran": yes_no(row("wrongtype", True, True)["later_ran"]),
+        "redispy_arity_multi_later_ran": yes_no(row("arity", True, False)["later_ran"]),
+        "redispy_raise": quantity(0, "count", plain["seen"]),
+        "later_ran_everywhere": quantity(
+            sum(1 for c in java_clients if java_facts[f"{c}_later_commands_ran"]) + plain["later_ran"], "count"
+        ),
+        "clients_checked": quantity(len(java_clients) + 1, "count"),
+    } | {
+        f"{c}_{what}": quantity(0, "count", java_facts.get(f"{c}_{what}", "not reported"))
+        for c in ("jedis", "lettuce", "redisson", "spring")
+        for what in ("error_surfaced", "results")
+    }

@@ -1,12 +1,33 @@
 """Section 2: a pipeline is not a transaction; another client's commands land between its commands."""
+
 from __future__ import annotations
 
 import statistics
 
+import redis
+
 from ... import observe
 from ...results import md_table, quantity
 from .common import PREFIX
-from .instruments import Probe, foreign_entries_inside, push_in_pipeline
+from .instruments import Probe
+
+
+# --8<-- [start:interleave]
+def push_in_pipeline(r: redis.Redis, key: str, n: int, transaction: bool) -> None:
+    # n RPUSH in one pipeline; transaction=True wraps them in MULTI ... EXEC.
+    pipe = r.pipeline(transaction=transaction)
+    for i in range(n):
+        pipe.rpush(key, f"A:{i}")
+    pipe.execute()
+
+
+def foreign_entries_inside(entries: list[bytes]) -> int:
+    # Another client's entries that landed between the pipeline's first and last entry.
+    positions = [i for i, e in enumerate(entries) if e.startswith(b"A:")]
+    return sum(1 for e in entries[positions[0] : positions[-1]] if not e.startswith(b"A:"))
+
+
+# --8<-- [end:interleave]
 
 
 def interleave_trials(lab, n: int, trials: int) -> dict:
@@ -44,12 +65,23 @@ def measure_transaction_cost(lab, n: int, repeat: int) -> tuple[list, dict, dict
     and what a 3-command transaction sent."""
     r = lab.client()
     log = PREFIX + "log"
-    reset = lambda: r.unlink(log)  # noqa: E731
+
+    def reset():
+        return r.unlink(log)
+
     runs, worst = [], {}
     for transaction in (False, True):
         label = "MULTI/EXEC" if transaction else "pipeline"
-        runs.append(lab.measure(f"{n:,} RPUSH, {label}", lambda: push_in_pipeline(r, log, n, transaction), ops=n,
-                                repeat=repeat, setup=reset, transaction=transaction))
+        runs.append(
+            lab.measure(
+                f"{n:,} RPUSH, {label}",
+                lambda: push_in_pipeline(r, log, n, transaction),
+                ops=n,
+                repeat=repeat,
+                setup=reset,
+                transaction=transaction,
+            )
+        )
         waits = []
         for _ in range(repeat):
             reset()
@@ -66,19 +98,33 @@ def measure_transaction_cost(lab, n: int, repeat: int) -> tuple[list, dict, dict
 
 
 def interleave_table(inside: dict, runs: list, worst: dict, n: int) -> str:
-    return md_table(["mode", "trials with B inside A", "B entries inside A (per trial)", f"time for {n:,} RPUSH",
-                     "B's worst wait (median of runs)"],
-                    [[name, sum(1 for x in inside[tx] if x), inside[tx], m.spread(), f"{worst[tx] * 1e3:.2f} ms"]
-                     for name, tx, m in (("pipeline", False, runs[0]), ("MULTI/EXEC", True, runs[1]))])
+    return md_table(
+        [
+            "mode",
+            "trials with B inside A",
+            "B entries inside A (per trial)",
+            f"time for {n:,} RPUSH",
+            "B's worst wait (median of runs)",
+        ],
+        [
+            [name, sum(1 for x in inside[tx] if x), inside[tx], m.spread(), f"{worst[tx] * 1e3:.2f} ms"]
+            for name, tx, m in (("pipeline", False, runs[0]), ("MULTI/EXEC", True, runs[1]))
+        ],
+    )
 
 
 def interleave_summary(inside: dict, runs: list, worst: dict, n: int, trials: int) -> dict:
     plain, multi = runs
-    return {"n": quantity(n, "count"), "trials": quantity(trials, "count"),
-            "pipeline_trials_interleaved": quantity(sum(1 for x in inside[False] if x), "count"),
-            "multi_trials_interleaved": quantity(sum(1 for x in inside[True] if x), "count"),
-            "pipeline_inside_max": quantity(max(inside[False]), "count"),
-            "multi_inside_max": quantity(max(inside[True]), "count"),
-            "pipeline_ms": quantity(plain.median * 1e3, "ms"), "multi_ms": quantity(multi.median * 1e3, "ms"),
-            "multi_cost": quantity(multi.median / plain.median, "x"),
-            "probe_pipeline_ms": quantity(worst[False] * 1e3, "ms"), "probe_multi_ms": quantity(worst[True] * 1e3, "ms")}
+    return {
+        "n": quantity(n, "count"),
+        "trials": quantity(trials, "count"),
+        "pipeline_trials_interleaved": quantity(sum(1 for x in inside[False] if x), "count"),
+        "multi_trials_interleaved": quantity(sum(1 for x in inside[True] if x), "count"),
+        "pipeline_inside_max": quantity(max(inside[False]), "count"),
+        "multi_inside_max": quantity(max(inside[True]), "count"),
+        "pipeline_ms": quantity(plain.median * 1e3, "ms"),
+        "multi_ms": quantity(multi.median * 1e3, "ms"),
+        "multi_cost": quantity(multi.median / plain.median, "x"),
+        "probe_pipeline_ms": quantity(worst[False] * 1e3, "ms"),
+        "probe_multi_ms": quantity(worst[True] * 1e3, "ms"),
+    }

@@ -1,15 +1,47 @@
 """Section 1: LREM against LTRIM in a pipeline, the same job at a different cost."""
+
 from __future__ import annotations
 
 import statistics
+
 import matplotlib.pyplot as plt
+import redis
 from matplotlib.figure import Figure
 
 from ... import observe, plots
 from ...results import md_table, quantity
-from .parameters import P, SLOWLOG_US
-from .common import PREFIX, build_list, drop_oldest_lrem, drop_oldest_ltrim, restore_oldest
+from .common import PREFIX, restore_oldest
 from .instruments import Probe, last_slowlog_id, server_time, slowlog_entries, slowlog_threshold
+from .parameters import SLOWLOG_US, P
+
+
+# --8<-- [start:lrem]
+def build_list(r: redis.Redis, key: str, length: int, chunk: int = 10_000) -> None:
+    # item:0 is the newest (head), item:<length-1> the oldest (tail), as with LPUSH-ed events.
+    r.unlink(key)
+    for start in range(0, length, chunk):
+        r.rpush(key, *(f"item:{i}" for i in range(start, min(start + chunk, length))))
+
+
+def drop_oldest_lrem(r: redis.Redis, key: str, length: int, count: int) -> None:
+    # Remove the `count` oldest items by value. LREM with count 0 removes every occurrence,
+    # so it reads the whole list for each command: O(N) however few items go.
+    pipe = r.pipeline(transaction=False)
+    for i in range(count):
+        pipe.lrem(key, 0, f"item:{length - 1 - i}")
+    assert pipe.execute() == [1] * count
+
+
+def drop_oldest_ltrim(r: redis.Redis, key: str, count: int) -> None:
+    # The same job by position: keep everything but the last element. LTRIM costs what it
+    # removes (one element here), whatever the list's length.
+    pipe = r.pipeline(transaction=False)
+    for _ in range(count):
+        pipe.ltrim(key, 0, -2)
+    pipe.execute()
+
+
+# --8<-- [end:lrem]
 
 
 def measure_lrem(lab, lengths: list[int], repeat: int) -> tuple[list, list, int]:
@@ -23,21 +55,46 @@ def measure_lrem(lab, lengths: list[int], repeat: int) -> tuple[list, list, int]
         for length in lengths:
             build_list(r, key, length)
             for way in ("lrem", "ltrim"):
-                job = ((lambda: drop_oldest_lrem(r, key, length, P)) if way == "lrem"
-                       else (lambda: drop_oldest_ltrim(r, key, P)))
-                restore = lambda: restore_oldest(r, key, length, P)  # noqa: E731
-                runs.append(lab.measure(f"{way.upper()} ×{P}, list of {length:,}", job, ops=P, repeat=repeat,
-                                        setup=restore, way=way, length=length))
+                job = (
+                    (lambda: drop_oldest_lrem(r, key, length, P))
+                    if way == "lrem"
+                    else (lambda: drop_oldest_ltrim(r, key, P))
+                )
+
+                def restore():
+                    return restore_oldest(r, key, length, P)
+
+                runs.append(
+                    lab.measure(
+                        f"{way.upper()} ×{P}, list of {length:,}",
+                        job,
+                        ops=P,
+                        repeat=repeat,
+                        setup=restore,
+                        way=way,
+                        length=length,
+                    )
+                )
                 restore()
                 last_id = last_slowlog_id(r)
                 with server_time(lab.endpoint, way) as usec, counters.measure() as delta, Probe(lab.endpoint) as probe:
                     job()
                 slow = slowlog_entries(r, last_id, key)
                 restore()
-                rows.append({"way": way, "length": length, "median_s": runs[-1].median, "usec_per_call": usec[way],
-                             "server_cpu_pct": 100 * delta.server_cpu_s / delta.wall_s, "observed_wall_s": delta.wall_s,
-                             "probe_worst_ms": probe.worst_s * 1e3, "probe_median_ms": probe.median_s * 1e3,
-                             "slowlog": len(slow), "slowlog_max_us": max((e["duration"] for e in slow), default=0)})
+                rows.append(
+                    {
+                        "way": way,
+                        "length": length,
+                        "median_s": runs[-1].median,
+                        "usec_per_call": usec[way],
+                        "server_cpu_pct": 100 * delta.server_cpu_s / delta.wall_s,
+                        "observed_wall_s": delta.wall_s,
+                        "probe_worst_ms": probe.worst_s * 1e3,
+                        "probe_median_ms": probe.median_s * 1e3,
+                        "slowlog": len(slow),
+                        "slowlog_max_us": max((e["duration"] for e in slow), default=0),
+                    }
+                )
         r.unlink(key)
     counters.close()
     r.close()
@@ -45,22 +102,49 @@ def measure_lrem(lab, lengths: list[int], repeat: int) -> tuple[list, list, int]
 
 
 def lrem_table(rows: list, threshold_us: int) -> str:
-    return md_table(["way", "list length", f"pipeline of {P} (median)", "server µs per call", "server CPU",
-                     "second client's worst wait", f"slow log entries (> {threshold_us:,} µs)"],
-                    [[x["way"].upper(), f"{x['length']:,}", f"{x['median_s'] * 1e3:,.2f} ms", f"{x['usec_per_call']:,.1f}",
-                      f"{x['server_cpu_pct']:.0f}%", f"{x['probe_worst_ms']:,.1f} ms", x["slowlog"]] for x in rows])
+    return md_table(
+        [
+            "way",
+            "list length",
+            f"pipeline of {P} (median)",
+            "server µs per call",
+            "server CPU",
+            "second client's worst wait",
+            f"slow log entries (> {threshold_us:,} µs)",
+        ],
+        [
+            [
+                x["way"].upper(),
+                f"{x['length']:,}",
+                f"{x['median_s'] * 1e3:,.2f} ms",
+                f"{x['usec_per_call']:,.1f}",
+                f"{x['server_cpu_pct']:.0f}%",
+                f"{x['probe_worst_ms']:,.1f} ms",
+                x["slowlog"],
+            ]
+            for x in rows
+        ],
+    )
 
 
 @plots.draws("ch04/lrem")
 def lrem_plot(doc: dict) -> Figure:
     rows, java_facts, p = doc["params"]["rows"], doc["params"]["java_facts"], doc["params"]["p"]
     lengths = sorted({x["length"] for x in rows})
-    series = lambda way, key: [x[key] for x in rows if x["way"] == way]  # noqa: E731
+
+    def series(way, key):
+        return [x[key] for x in rows if x["way"] == way]
+
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     for way, color in (("lrem", plots.COLORS["one by one"]), ("ltrim", plots.COLORS["pipelined"])):
         ax1.plot(lengths, series(way, "usec_per_call"), "o-", color=color, label=f"{way.upper()} (redis-py run)")
-        ax1.plot(lengths, [java_facts.get(f"{way}_usec_per_call_{n}") for n in lengths], "x:", color=color,
-                 label=f"{way.upper()} (Jedis run)")
+        ax1.plot(
+            lengths,
+            [java_facts.get(f"{way}_usec_per_call_{n}") for n in lengths],
+            "x:",
+            color=color,
+            label=f"{way.upper()} (Jedis run)",
+        )
         ax2.plot(lengths, series(way, "probe_worst_ms"), "o-", color=color, label=way.upper())
     for ax in (ax1, ax2):
         ax.set_xscale("log")
@@ -75,34 +159,46 @@ def lrem_plot(doc: dict) -> Figure:
     return fig
 
 
-LREM_ALT = ("Two log-log line charts against list length: server microseconds per LREM grow in proportion to the "
-            "length while LTRIM stays flat; a second client's worst PING latency grows the same way under LREM")
+LREM_ALT = (
+    "Two log-log line charts against list length: server microseconds per LREM grow in proportion to the "
+    "length while LTRIM stays flat; a second client's worst PING latency grows the same way under LREM"
+)
 
 
 def lrem_summary(rows: list, threshold_us: int, java_facts: dict) -> dict:
     lengths = sorted({x["length"] for x in rows})
     first, last = lengths[0], lengths[-1]
     row = {(x["way"], x["length"]): x for x in rows}
-    at = lambda way, length, key: row[(way, length)][key]  # noqa: E731
-    growth = lambda way: at(way, last, "usec_per_call") / at(way, first, "usec_per_call")  # noqa: E731
-    return {"p": quantity(P, "count"), "smallest": quantity(first, "count"), "largest": quantity(last, "count"),
-            "lrem_usec_smallest": quantity(at("lrem", first, "usec_per_call"), "us"),
-            "lrem_usec_largest": quantity(at("lrem", last, "usec_per_call"), "us"),
-            "ltrim_usec_smallest": quantity(at("ltrim", first, "usec_per_call"), "us"),
-            "ltrim_usec_largest": quantity(at("ltrim", last, "usec_per_call"), "us"),
-            "lrem_growth": quantity(growth("lrem"), "x"), "ltrim_growth": quantity(growth("ltrim"), "x"),
-            "length_growth": quantity(last / first, "x"),
-            "lrem_pipeline_largest_ms": quantity(at("lrem", last, "median_s") * 1e3, "ms"),
-            "ltrim_pipeline_largest_ms": quantity(at("ltrim", last, "median_s") * 1e3, "ms"),
-            "lrem_over_ltrim_largest": quantity(at("lrem", last, "median_s") / at("ltrim", last, "median_s"), "x"),
-            "lrem_cpu_largest": quantity(at("lrem", last, "server_cpu_pct"), "%"),
-            "ltrim_cpu_largest": quantity(at("ltrim", last, "server_cpu_pct"), "%"),
-            "probe_lrem_largest_ms": quantity(at("lrem", last, "probe_worst_ms"), "ms"),
-            "probe_ltrim_largest_ms": quantity(at("ltrim", last, "probe_worst_ms"), "ms"),
-            "probe_median_ms": quantity(statistics.median(x["probe_median_ms"] for x in rows), "ms"),
-            "slowlog_lrem_largest": quantity(at("lrem", last, "slowlog"), "count"),
-            "slowlog_ltrim_largest": quantity(at("ltrim", last, "slowlog"), "count"),
-            "slowlog_lrem_max_us": quantity(at("lrem", last, "slowlog_max_us"), "us"),
-            "slowlog_threshold_us": quantity(threshold_us, "us"),
-            "java_lrem_usec_largest": quantity(java_facts.get(f"lrem_usec_per_call_{last}"), "us"),
-            "java_ltrim_usec_largest": quantity(java_facts.get(f"ltrim_usec_per_call_{last}"), "us")}
+
+    def at(way, length, key):
+        return row[(way, length)][key]
+
+    def growth(way):
+        return at(way, last, "usec_per_call") / at(way, first, "usec_per_call")
+
+    return {
+        "p": quantity(P, "count"),
+        "smallest": quantity(first, "count"),
+        "largest": quantity(last, "count"),
+        "lrem_usec_smallest": quantity(at("lrem", first, "usec_per_call"), "us"),
+        "lrem_usec_largest": quantity(at("lrem", last, "usec_per_call"), "us"),
+        "ltrim_usec_smallest": quantity(at("ltrim", first, "usec_per_call"), "us"),
+        "ltrim_usec_largest": quantity(at("ltrim", last, "usec_per_call"), "us"),
+        "lrem_growth": quantity(growth("lrem"), "x"),
+        "ltrim_growth": quantity(growth("ltrim"), "x"),
+        "length_growth": quantity(last / first, "x"),
+        "lrem_pipeline_largest_ms": quantity(at("lrem", last, "median_s") * 1e3, "ms"),
+        "ltrim_pipeline_largest_ms": quantity(at("ltrim", last, "median_s") * 1e3, "ms"),
+        "lrem_over_ltrim_largest": quantity(at("lrem", last, "median_s") / at("ltrim", last, "median_s"), "x"),
+        "lrem_cpu_largest": quantity(at("lrem", last, "server_cpu_pct"), "%"),
+        "ltrim_cpu_largest": quantity(at("ltrim", last, "server_cpu_pct"), "%"),
+        "probe_lrem_largest_ms": quantity(at("lrem", last, "probe_worst_ms"), "ms"),
+        "probe_ltrim_largest_ms": quantity(at("ltrim", last, "probe_worst_ms"), "ms"),
+        "probe_median_ms": quantity(statistics.median(x["probe_median_ms"] for x in rows), "ms"),
+        "slowlog_lrem_largest": quantity(at("lrem", last, "slowlog"), "count"),
+        "slowlog_ltrim_largest": quantity(at("ltrim", last, "slowlog"), "count"),
+        "slowlog_lrem_max_us": quantity(at("lrem", last, "slowlog_max_us"), "us"),
+        "slowlog_threshold_us": quantity(threshold_us, "us"),
+        "java_lrem_usec_largest": quantity(java_facts.get(f"lrem_usec_per_call_{last}"), "us"),
+        "java_ltrim_usec_largest": quantity(java_facts.get(f"ltrim_usec_per_call_{last}"), "us"),
+    }

@@ -1,9 +1,9 @@
 """Chapter 4's parameters, declared once (the notebook passes them to the Java examples)."""
+
 from __future__ import annotations
 
 from ...params import Size
 from ...results import md_table, quantity
-
 
 LENGTHS = Size(full=[1_000, 10_000, 100_000, 1_000_000], quick=[1_000, 10_000, 100_000])
 P = 100  # commands per LREM/LTRIM pipeline

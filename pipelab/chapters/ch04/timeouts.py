@@ -1,13 +1,37 @@
 """Section 7: client timeouts shorter than a pipeline's reply time."""
+
 from __future__ import annotations
 
 import time
 
+import redis
+
 from ...jbang import fact
 from ...results import md_table, quantity
+from .common import PREFIX, no_retry_client
+from .instruments import server_time
+from .lrem import build_list
 from .parameters import DEFAULT_RETRIES, LONG, TIMEOUT_S
-from .common import PREFIX, build_list, no_retry_client
-from .instruments import in_batches, server_time, slow_pipeline
+
+
+# --8<-- [start:timeout]
+def slow_pipeline(r: redis.Redis, counter: str, key: str, length: int, count: int) -> list:
+    # An INCR, then `count` LREM on a long list: the server works through all of them before
+    # the replies go out, so the client's first read waits for the whole batch.
+    pipe = r.pipeline(transaction=False)
+    pipe.incr(counter)
+    for i in range(count):
+        pipe.lrem(key, 0, f"absent:{i}")
+    return pipe.execute()
+
+
+def in_batches(run, items: list, size: int) -> None:
+    # The fix: batches small enough that each one's reply time stays under the timeout.
+    for start in range(0, len(items), size):
+        run(items[start : start + size])
+
+
+# --8<-- [end:timeout]
 
 
 def timeout_cases(lab, n_fast: int) -> tuple[list, dict]:
@@ -32,13 +56,20 @@ def timeout_cases(lab, n_fast: int) -> tuple[list, dict]:
         try:
             job(client)
             outcome = "ok"
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             outcome = type(err).__name__
         elapsed = time.perf_counter() - start
         time.sleep(slow_n * per_call_s * sends + 0.2)  # copies still queued on the server finish first
         # Each pipeline starts with an INCR: the counter says how many pipelines the server ran.
-        rows.append({"case": name, "outcome": outcome, "elapsed_s": elapsed, "head_ran": int(r.get(counter) or 0),
-                     "runs_expected": runs_expected})
+        rows.append(
+            {
+                "case": name,
+                "outcome": outcome,
+                "elapsed_s": elapsed,
+                "head_ran": int(r.get(counter) or 0),
+                "runs_expected": runs_expected,
+            }
+        )
         client.close()
 
     fast_keys = [f"{PREFIX}fast:{i}" for i in range(n_fast)]
@@ -52,44 +83,67 @@ def timeout_cases(lab, n_fast: int) -> tuple[list, dict]:
 
     case(f"{n_fast:,} SET, one pipeline", lab.client(socket_timeout=TIMEOUT_S), fast_job)
     r.unlink(*fast_keys)
-    slow = lambda c: slow_pipeline(c, counter, slow_list, LONG, slow_n)  # noqa: E731
+
+    def slow(c):
+        return slow_pipeline(c, counter, slow_list, LONG, slow_n)
+
     case(f"{slow_n} LREM, one pipeline, no retry", no_retry_client(lab.endpoint, socket_timeout=TIMEOUT_S), slow)
-    case(f"{slow_n} LREM, one pipeline, redis-py's default retry", lab.client(socket_timeout=TIMEOUT_S), slow,
-         sends=1 + DEFAULT_RETRIES)
-    batched = lambda c: in_batches(lambda part: slow_pipeline(c, counter, slow_list, LONG, len(part)),  # noqa: E731
-                                   list(range(slow_n)), batch)
-    case(f"{slow_n} LREM in batches of {batch}", lab.client(socket_timeout=TIMEOUT_S), batched,
-         runs_expected=-(-slow_n // batch))
+    case(
+        f"{slow_n} LREM, one pipeline, redis-py's default retry",
+        lab.client(socket_timeout=TIMEOUT_S),
+        slow,
+        sends=1 + DEFAULT_RETRIES,
+    )
+
+    # list(range(slow_n)), batch
+    def batched(c):
+        return in_batches(
+            lambda part: slow_pipeline(c, counter, slow_list, LONG, len(part)), list(range(slow_n)), batch
+        )
+
+    case(
+        f"{slow_n} LREM in batches of {batch}",
+        lab.client(socket_timeout=TIMEOUT_S),
+        batched,
+        runs_expected=-(-slow_n // batch),
+    )
     r.unlink(slow_list, counter)
     r.close()
     return rows, {"slow_n": slow_n, "batch": batch, "lrem_per_call_s": per_call_s, "timeout_s": TIMEOUT_S}
 
 
 def timeout_table(rows: list) -> str:
-    return md_table(["case", "outcome", "client time", "pipelines the server ran", "pipelines sent by the application"],
-                    [[x["case"], x["outcome"], f"{x['elapsed_s']:.2f} s", x["head_ran"], x["runs_expected"]] for x in rows])
+    return md_table(
+        ["case", "outcome", "client time", "pipelines the server ran", "pipelines sent by the application"],
+        [[x["case"], x["outcome"], f"{x['elapsed_s']:.2f} s", x["head_ran"], x["runs_expected"]] for x in rows],
+    )
 
 
 def timeout_summary(rows: list, sizing: dict, n_fast: int, java) -> dict:
     fast, slow_once, slow_retry, in_parts = rows
-    return {"timeout_ms": quantity(TIMEOUT_S * 1e3, "ms"), "fast_n": quantity(n_fast, "count"),
-            "fast_s": quantity(fast["elapsed_s"], "s"), "fast_outcome": quantity(0, "count", fast["outcome"]),
-            "slow_n": quantity(sizing["slow_n"], "count"), "batch": quantity(sizing["batch"], "count"),
-            "lrem_ms": quantity(sizing["lrem_per_call_s"] * 1e3, "ms"),
-            "slow_outcome": quantity(0, "count", slow_once["outcome"]),
-            "retry_head_ran": quantity(slow_retry["head_ran"], "count"),
-            "retry_s": quantity(slow_retry["elapsed_s"], "s"),
-            "batched_outcome": quantity(0, "count", in_parts["outcome"]),
-            "java_n": quantity(java.data["size"], "count"),
-            "redisson_timeout_ms": fact(java, "redisson_response_timeout_ms", "ms"),
-            "redisson_once_outcome": fact(java, "redisson_timeout_no_retry_outcome"),
-            "redisson_once_elapsed_ms": fact(java, "redisson_timeout_no_retry_elapsed_ms", "ms"),
-            "redisson_once_applied": fact(java, "redisson_timeout_no_retry_applied"),
-            "redisson_retry_outcome": fact(java, "redisson_timeout_default_retry_outcome"),
-            "redisson_retry_set_calls": fact(java, "redisson_timeout_default_retry_set_calls"),
-            "redisson_batch": fact(java, "redisson_small_batch_size"),
-            "jedis_so_timeout_ms": fact(java, "jedis_so_timeout_ms", "ms"),
-            "jedis_outcome": fact(java, "jedis_pipeline_outcome"),
-            "lettuce_timeout_ms": fact(java, "lettuce_timeout_ms", "ms"),
-            "lettuce_futures_ok": fact(java, "lettuce_one_flush_futures_ok"),
-            "lettuce_applied": fact(java, "lettuce_one_flush_applied")}
+    return {
+        "timeout_ms": quantity(TIMEOUT_S * 1e3, "ms"),
+        "fast_n": quantity(n_fast, "count"),
+        "fast_s": quantity(fast["elapsed_s"], "s"),
+        "fast_outcome": quantity(0, "count", fast["outcome"]),
+        "slow_n": quantity(sizing["slow_n"], "count"),
+        "batch": quantity(sizing["batch"], "count"),
+        "lrem_ms": quantity(sizing["lrem_per_call_s"] * 1e3, "ms"),
+        "slow_outcome": quantity(0, "count", slow_once["outcome"]),
+        "retry_head_ran": quantity(slow_retry["head_ran"], "count"),
+        "retry_s": quantity(slow_retry["elapsed_s"], "s"),
+        "batched_outcome": quantity(0, "count", in_parts["outcome"]),
+        "java_n": quantity(java.data["size"], "count"),
+        "redisson_timeout_ms": fact(java, "redisson_response_timeout_ms", "ms"),
+        "redisson_once_outcome": fact(java, "redisson_timeout_no_retry_outcome"),
+        "redisson_once_elapsed_ms": fact(java, "redisson_timeout_no_retry_elapsed_ms", "ms"),
+        "redisson_once_applied": fact(java, "redisson_timeout_no_retry_applied"),
+        "redisson_retry_outcome": fact(java, "redisson_timeout_default_retry_outcome"),
+        "redisson_retry_set_calls": fact(java, "redisson_timeout_default_retry_set_calls"),
+        "redisson_batch": fact(java, "redisson_small_batch_size"),
+        "jedis_so_timeout_ms": fact(java, "jedis_so_timeout_ms", "ms"),
+        "jedis_outcome": fact(java, "jedis_pipeline_outcome"),
+        "lettuce_timeout_ms": fact(java, "lettuce_timeout_ms", "ms"),
+        "lettuce_futures_ok": fact(java, "lettuce_one_flush_futures_ok"),
+        "lettuce_applied": fact(java, "lettuce_one_flush_applied"),
+    }

@@ -1,20 +1,21 @@
 """Section 1: the ceiling across servers, redis-benchmark -P x -c and Jedis, in one interleaved, pinned run."""
+
 from __future__ import annotations
 
 import statistics
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
 from ... import observe, plots
-from ...params import Size
 from ...measure import Measurement
+from ...params import Size
 from ...results import md_table, quantity
 from ...server import EmbeddedRedis, Endpoint
-from .servers import BENCH_CPUS
-from .common import KEY, LABELS
 from ..ch02 import get_in_batches  # the workload chapter 2 shows
-
+from .common import KEY, LABELS
+from .servers import BENCH_CPUS
 
 # --8<-- [start:ceiling]
 GRID = Size(full=[(1, 1), (16, 1), (256, 1), (1, 50), (16, 50), (256, 50)], quick=[(1, 1), (256, 1), (256, 50)])
@@ -28,20 +29,33 @@ def requests_for(depth: int, clients: int, n_max: int) -> int:
     return max(depth * clients, min(n_max, ROUND_TRIPS * depth * min(clients, 4)))
 
 
-def bench_once(endpoint: Endpoint, command, depth: int, clients: int, requests: int, *,
-               bench_cpus: set[int] | None = None, keyspace: int | None = None) -> dict:
+def bench_once(
+    endpoint: Endpoint,
+    command,
+    depth: int,
+    clients: int,
+    requests: int,
+    *,
+    bench_cpus: set[int] | None = None,
+    keyspace: int | None = None,
+) -> dict:
     """One redis-benchmark run, with the CPU each side used (the server's from INFO, all threads)."""
     counters = observe.Counters(endpoint)
     try:
         with counters.measure() as delta:
-            run = observe.run_benchmark(endpoint, *command, depth=depth, requests=requests, clients=clients,
-                                        cpus=bench_cpus, keyspace=keyspace)
+            run = observe.run_benchmark(
+                endpoint, *command, depth=depth, requests=requests, clients=clients, cpus=bench_cpus, keyspace=keyspace
+            )
     finally:
         counters.close()
     seconds = requests / run.rps
-    return {"seconds": seconds, "server_cpu": delta.server_cpu_s / run.wall_s, "bench_cpu": run.cpu_s / run.wall_s,
-            "reads_per_cmd": delta.values["total_reads_processed"] / max(delta.values["total_commands_processed"], 1),
-            "server_cpu_per_cmd_us": delta.server_cpu_s / max(delta.values["total_commands_processed"], 1) * 1e6}
+    return {
+        "seconds": seconds,
+        "server_cpu": delta.server_cpu_s / run.wall_s,
+        "bench_cpu": run.cpu_s / run.wall_s,
+        "reads_per_cmd": delta.values["total_reads_processed"] / max(delta.values["total_commands_processed"], 1),
+        "server_cpu_per_cmd_us": delta.server_cpu_s / max(delta.values["total_commands_processed"], 1) * 1e6,
+    }
 
 
 def interleaved(cells: list[tuple], run_cell, repeat: int) -> dict:
@@ -56,32 +70,49 @@ def interleaved(cells: list[tuple], run_cell, repeat: int) -> dict:
             if round_no:
                 m["rows"].append(row)
     return out
+
+
 # --8<-- [end:ceiling]
 
 
 def to_measurements(raw: dict, ops_of, label_of) -> dict:
-    return {cell: Measurement(label_of(cell), ops_of(cell), d["samples"],
-                              {"cell": list(cell), **{k: [r[k] for r in d["rows"]] for k in d["rows"][0]}},
-                              d["warmup"])
-            for cell, d in raw.items()}
+    return {
+        cell: Measurement(
+            label_of(cell),
+            ops_of(cell),
+            d["samples"],
+            {"cell": list(cell), **{k: [r[k] for r in d["rows"]] for k in d["rows"][0]}},
+            d["warmup"],
+        )
+        for cell, d in raw.items()
+    }
 
 
 def measure_ceiling(servers: dict[str, EmbeddedRedis], grid: list[tuple[int, int]], n_max: int, repeat: int) -> dict:
     """{(server, depth, clients): Measurement} of SETs from redis-benchmark (on BENCH_CPUS), every
     server in every round."""
     cells = [(name, depth, clients) for depth, clients in grid for name in servers]
-    raw = interleaved(cells, lambda c: bench_once(servers[c[0]].endpoint, SET_COMMAND, c[1], c[2],
-                                                  requests_for(c[1], c[2], n_max), bench_cpus=BENCH_CPUS), repeat)
-    return to_measurements(raw, lambda c: requests_for(c[1], c[2], n_max),
-                           lambda c: f"{LABELS[c[0]]} -P {c[1]} -c {c[2]}")
+    raw = interleaved(
+        cells,
+        lambda c: bench_once(
+            servers[c[0]].endpoint, SET_COMMAND, c[1], c[2], requests_for(c[1], c[2], n_max), bench_cpus=BENCH_CPUS
+        ),
+        repeat,
+    )
+    return to_measurements(
+        raw, lambda c: requests_for(c[1], c[2], n_max), lambda c: f"{LABELS[c[0]]} -P {c[1]} -c {c[2]}"
+    )
 
 
 def measure_ceiling_jedis(lab, servers: dict[str, EmbeddedRedis], depths: list[int], n: int, repeat: int) -> dict:
     """{(server, depth): Measurement} of Jedis pipelined SETs on one connection (chapter 2's ch02-depth)."""
     out = {}
     for name, server in servers.items():
-        for m in lab.java("ch02-depth", n, repeat, 1, ",".join(map(str, depths)),
-                          target=server.endpoint).measurements().values():
+        for m in (
+            lab.java("ch02-depth", n, repeat, 1, ",".join(map(str, depths)), target=server.endpoint)
+            .measurements()
+            .values()
+        ):
             m.label = f"Jedis on {LABELS[name]}, depth {m.params['depth']}"
             out[(name, m.params["depth"])] = m
     return out
@@ -90,8 +121,11 @@ def measure_ceiling_jedis(lab, servers: dict[str, EmbeddedRedis], depths: list[i
 def rate(m: Measurement) -> str:
     """Median rate with the spread of the repetitions."""
     lo, hi = m.ops / m.max, m.ops / m.min
-    return f"{m.ops_per_s / 1e6:.2f} M/s ({lo / 1e6:.2f}–{hi / 1e6:.2f})" if m.ops_per_s >= 1e5 else \
-        f"{m.ops_per_s / 1e3:.0f} k/s ({lo / 1e3:.0f}–{hi / 1e3:.0f})"
+    return (
+        f"{m.ops_per_s / 1e6:.2f} M/s ({lo / 1e6:.2f}–{hi / 1e6:.2f})"
+        if m.ops_per_s >= 1e5
+        else f"{m.ops_per_s / 1e3:.0f} k/s ({lo / 1e3:.0f}–{hi / 1e3:.0f})"
+    )
 
 
 def ceiling_table(runs: dict, jedis: dict, facts: dict) -> str:
@@ -122,9 +156,14 @@ def ceiling_plot(doc: dict) -> Figure:
     for i, name in enumerate(names):
         ms = [runs[(name, d, c)] for d, c in grid]
         xs = np.arange(len(grid)) + i * width
-        ax.bar(xs, [m.ops_per_s for m in ms], width, label=LABELS[name],
-               yerr=[[m.ops_per_s - m.ops / m.max for m in ms], [m.ops / m.min - m.ops_per_s for m in ms]],
-               capsize=2)
+        ax.bar(
+            xs,
+            [m.ops_per_s for m in ms],
+            width,
+            label=LABELS[name],
+            yerr=[[m.ops_per_s - m.ops / m.max for m in ms], [m.ops / m.min - m.ops_per_s for m in ms]],
+            capsize=2,
+        )
     ax.set_xticks(np.arange(len(grid)) + 0.4 - width / 2, [f"-P {d}\n-c {c}" for d, c in grid])
     ax.set_yscale("log")
     ax.set_ylabel("SETs per second (log), median and min–max")
@@ -133,8 +172,10 @@ def ceiling_plot(doc: dict) -> Figure:
     return fig
 
 
-CEILING_ALT = ("Grouped bar chart, log scale: SETs per second from redis-benchmark for each server at each "
-               "pipeline depth and client count")
+CEILING_ALT = (
+    "Grouped bar chart, log scale: SETs per second from redis-benchmark for each server at each "
+    "pipeline depth and client count"
+)
 
 
 def ceiling_summary(runs: dict, jedis: dict, reply_mem: dict, facts: dict) -> dict:
@@ -144,8 +185,9 @@ def ceiling_summary(runs: dict, jedis: dict, reply_mem: dict, facts: dict) -> di
         m, tag = runs[(name, *deepest)], name.replace("-", "_")  # summary keys are identifiers
         out[f"{tag}_version"] = quantity(0, "count", facts[name]["version"])
         out[f"{tag}_allocator"] = quantity(0, "count", facts[name]["allocator"])
-        out[f"{tag}_compiler"] = quantity(0, "count", f"GCC {facts[name]['compiler']}" if facts[name].get("compiler")
-                                          else "not recorded")
+        out[f"{tag}_compiler"] = quantity(
+            0, "count", f"GCC {facts[name]['compiler']}" if facts[name].get("compiler") else "not recorded"
+        )
         out[f"{tag}_top_ops"] = quantity(m.ops_per_s, "ops/s")
         out[f"{tag}_us_per_cmd"] = quantity(statistics.median(m.params["server_cpu_per_cmd_us"]), "us")
         out[f"{tag}_server_cpu_top"] = quantity(100 * statistics.median(m.params["server_cpu"]), "%")
@@ -160,10 +202,13 @@ def ceiling_summary(runs: dict, jedis: dict, reply_mem: dict, facts: dict) -> di
         for name in facts:
             out[f"{name.replace('-', '_')}_vs_redis"] = quantity(runs[(name, *deepest)].ops_per_s / base.ops_per_s, "x")
     if "valkey-jemalloc" in facts:
-        out["jemalloc_gain"] = quantity(runs[("valkey-jemalloc", *deepest)].ops_per_s
-                                        / runs[("valkey", *deepest)].ops_per_s, "x")
+        out["jemalloc_gain"] = quantity(
+            runs[("valkey-jemalloc", *deepest)].ops_per_s / runs[("valkey", *deepest)].ops_per_s, "x"
+        )
     if "redis6" in facts and "redis" in facts:
-        out["redis8_vs_redis6"] = quantity(runs[("redis", *deepest)].ops_per_s / runs[("redis6", *deepest)].ops_per_s, "x")
+        out["redis8_vs_redis6"] = quantity(
+            runs[("redis", *deepest)].ops_per_s / runs[("redis6", *deepest)].ops_per_s, "x"
+        )
         if "redis6" in reply_mem and "redis" in reply_mem:
             out["reply_peak_8_vs_6"] = quantity(reply_mem["redis"] / max(reply_mem["redis6"], 1), "x")
     out["top_cell"] = quantity(0, "count", f"-P {deepest[0]} -c {deepest[1]}")

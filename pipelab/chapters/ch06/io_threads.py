@@ -1,7 +1,9 @@
 """Section 2: io-threads 1 and 2 against depth and clients, pinned, with CPU on each side and a marked model."""
+
 from __future__ import annotations
 
 import statistics
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
@@ -10,16 +12,14 @@ from ... import plots
 from ...params import Size
 from ...results import md_table, quantity
 from ...server import Endpoint
-from .servers import BENCH_CPUS, SERVER_CPUS, _FIRST_TWO, cpu_count, lineup, running
-from .common import LABELS
 from .ceiling import SET_COMMAND, bench_once, interleaved, rate, requests_for, to_measurements
-
+from .common import LABELS
+from .servers import _FIRST_TWO, BENCH_CPUS, SERVER_CPUS, cpu_count, lineup, running
 
 IO_GRID = Size(full=[(1, 1), (1, 50), (16, 50), (256, 50)], quick=[(1, 1), (1, 50), (256, 50)])
 IO_SERVERS = ("redis", "valkey")
 # (io-threads, the server's CPUs, the load generator's CPUs) on a 2-core machine
-IO_MODES = {"io-threads 1": (1, SERVER_CPUS, BENCH_CPUS),
-            "io-threads 2": (2, {*_FIRST_TWO}, BENCH_CPUS)}
+IO_MODES = {"io-threads 1": (1, SERVER_CPUS, BENCH_CPUS), "io-threads 2": (2, {*_FIRST_TWO}, BENCH_CPUS)}
 
 
 def measure_io_threads(grid: list[tuple[int, int]], n_max: int, repeat: int) -> dict:
@@ -30,34 +30,73 @@ def measure_io_threads(grid: list[tuple[int, int]], n_max: int, repeat: int) -> 
     for mode, (threads, server_cpus, bench_cpus) in IO_MODES.items():
         with running(names, args=["--io-threads", str(threads)], cpus=server_cpus) as servers:
             cells = [(name, depth, clients) for depth, clients in grid for name in servers]
-            raw = interleaved(cells, lambda c: bench_once(servers[c[0]].endpoint, SET_COMMAND, c[1], c[2],
-                                                          requests_for(c[1], c[2], n_max), bench_cpus=bench_cpus),
-                              repeat)
+            raw = interleaved(
+                cells,
+                lambda c: bench_once(
+                    servers[c[0]].endpoint,
+                    SET_COMMAND,
+                    c[1],
+                    c[2],
+                    requests_for(c[1], c[2], n_max),
+                    bench_cpus=bench_cpus,
+                ),
+                repeat,
+            )
             for (name, depth, clients), m in to_measurements(
-                    raw, lambda c: requests_for(c[1], c[2], n_max),
-                    lambda c: f"{LABELS[c[0]]}, {mode}, -P {c[1]} -c {c[2]}").items():
+                raw, lambda c: requests_for(c[1], c[2], n_max), lambda c: f"{LABELS[c[0]]}, {mode}, -P {c[1]} -c {c[2]}"
+            ).items():
                 out[(name, mode, depth, clients)] = m
     return out
 
 
 def measure_io_threads_remote(endpoint: Endpoint, grid, n_max: int, repeat: int) -> dict:
     """REDIS_URL's server as it is configured (nothing is changed on it): the same grid."""
-    raw = interleaved([("remote", d, c) for d, c in grid],
-                      lambda c: bench_once(endpoint, SET_COMMAND, c[1], c[2], requests_for(c[1], c[2], n_max)), repeat)
-    return {("remote", "as configured", d, c): m for (_, d, c), m in
-            to_measurements(raw, lambda c: requests_for(c[1], c[2], n_max),
-                            lambda c: f"REDIS_URL, -P {c[1]} -c {c[2]}").items()}
+    raw = interleaved(
+        [("remote", d, c) for d, c in grid],
+        lambda c: bench_once(endpoint, SET_COMMAND, c[1], c[2], requests_for(c[1], c[2], n_max)),
+        repeat,
+    )
+    return {
+        ("remote", "as configured", d, c): m
+        for (_, d, c), m in to_measurements(
+            raw, lambda c: requests_for(c[1], c[2], n_max), lambda c: f"REDIS_URL, -P {c[1]} -c {c[2]}"
+        ).items()
+    }
 
 
 def io_table(runs: dict) -> str:
     rows = []
-    for (name, mode, depth, clients), m in sorted(runs.items(), key=lambda kv: (kv[0][0], kv[0][3], kv[0][2], kv[0][1])):
+    for (name, mode, depth, clients), m in sorted(
+        runs.items(), key=lambda kv: (kv[0][0], kv[0][3], kv[0][2], kv[0][1])
+    ):
         p = m.params
-        rows.append([LABELS.get(name, name), mode, depth, clients, rate(m),
-                     f"{statistics.median(p['server_cpu']):.0%}", f"{statistics.median(p['bench_cpu']):.0%}",
-                     f"{statistics.median(p['reads_per_cmd']):.3f}", f"{statistics.median(p['server_cpu_per_cmd_us']):.2f}"])
-    return md_table(["Server", "Mode", "Depth", "Clients", "SET rate", "Server CPU", "redis-benchmark CPU",
-                     "Reads per command", "Server CPU per command, µs"], rows)
+        rows.append(
+            [
+                LABELS.get(name, name),
+                mode,
+                depth,
+                clients,
+                rate(m),
+                f"{statistics.median(p['server_cpu']):.0%}",
+                f"{statistics.median(p['bench_cpu']):.0%}",
+                f"{statistics.median(p['reads_per_cmd']):.3f}",
+                f"{statistics.median(p['server_cpu_per_cmd_us']):.2f}",
+            ]
+        )
+    return md_table(
+        [
+            "Server",
+            "Mode",
+            "Depth",
+            "Clients",
+            "SET rate",
+            "Server CPU",
+            "redis-benchmark CPU",
+            "Reads per command",
+            "Server CPU per command, µs",
+        ],
+        rows,
+    )
 
 
 # --8<-- [start:model]
@@ -66,8 +105,11 @@ def fit_costs(runs: dict, server: str, mode: str = "io-threads 1") -> tuple[floa
     runs with many clients: a is what a command costs the main thread however it arrives, b what
     one read (with its write and wake-up) costs. One client is left out: there the server also
     pays for waking up with nothing else to do, once per command."""
-    points = [(statistics.median(m.params["reads_per_cmd"]), statistics.median(m.params["server_cpu_per_cmd_us"]))
-              for (name, md, _, clients), m in runs.items() if name == server and md == mode and clients > 1]
+    points = [
+        (statistics.median(m.params["reads_per_cmd"]), statistics.median(m.params["server_cpu_per_cmd_us"]))
+        for (name, md, _, clients), m in runs.items()
+        if name == server and md == mode and clients > 1
+    ]
     reads, cost = np.array(points).T
     b, a = np.polyfit(reads, cost, 1)
     return float(a), float(b)
@@ -80,6 +122,8 @@ def modelled_rate(a_us: float, b_us: float, reads_per_cmd: float, cores: int) ->
     if cores == 1:
         return 1e6 / (a_us + b_us * reads_per_cmd)
     return min(1e6 / a_us, (cores - 1) * 1e6 / max(b_us * reads_per_cmd, 1e-9))
+
+
 # --8<-- [end:model]
 
 
@@ -89,7 +133,10 @@ MODEL_SERVER = "redis"  # the server whose measured costs the plot extends to mo
 
 @plots.draws("ch06/io-threads")
 def model_plot(doc: dict) -> Figure:
-    cost = lambda per: doc["summary"][f"{MODEL_SERVER}_cost_per_{per}_us"]["value"]  # noqa: E731  (io_summary's fit)
+    # io_summary's fit
+    def cost(per):
+        return doc["summary"][f"{MODEL_SERVER}_cost_per_{per}_us"]["value"]
+
     a, b = cost("cmd"), cost("read")
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for depth, reads in ((1, 1.0), (16, 1 / 16), (256, 1 / 256)):
@@ -104,8 +151,10 @@ def model_plot(doc: dict) -> Figure:
     return fig
 
 
-MODEL_ALT = ("Model, dashed lines: modelled commands per second against cores for depths 1, 16 and 256; depth 1 "
-             "gains from I/O threads until it meets the main thread's ceiling, depth 256 starts at that ceiling")
+MODEL_ALT = (
+    "Model, dashed lines: modelled commands per second against cores for depths 1, 16 and 256; depth 1 "
+    "gains from I/O threads until it meets the main thread's ceiling, depth 256 starts at that ceiling"
+)
 
 
 def io_summary(runs: dict) -> dict:
@@ -113,16 +162,22 @@ def io_summary(runs: dict) -> dict:
     for name in IO_SERVERS:
         cells = {(d, c) for (n, _, d, c) in runs if n == name}
         for depth, clients in cells:
-            one, two = runs.get((name, "io-threads 1", depth, clients)), runs.get((name, "io-threads 2", depth, clients))
+            one, two = (
+                runs.get((name, "io-threads 1", depth, clients)),
+                runs.get((name, "io-threads 2", depth, clients)),
+            )
             if one and two:
                 out[f"{name}_io2_vs_io1_p{depth}_c{clients}"] = quantity(two.ops_per_s / one.ops_per_s, "x")
                 out[f"{name}_io1_p{depth}_c{clients}_ops"] = quantity(one.ops_per_s, "ops/s")
                 out[f"{name}_io1_p{depth}_c{clients}_server_cpu"] = quantity(
-                    100 * statistics.median(one.params["server_cpu"]), "%")
+                    100 * statistics.median(one.params["server_cpu"]), "%"
+                )
                 out[f"{name}_io2_p{depth}_c{clients}_server_cpu"] = quantity(
-                    100 * statistics.median(two.params["server_cpu"]), "%")
+                    100 * statistics.median(two.params["server_cpu"]), "%"
+                )
                 out[f"{name}_io2_p{depth}_c{clients}_bench_cpu"] = quantity(
-                    100 * statistics.median(two.params["bench_cpu"]), "%")
+                    100 * statistics.median(two.params["bench_cpu"]), "%"
+                )
         if any(n == name and md == "io-threads 1" for n, md, _, _ in runs):
             a, b = fit_costs(runs, name)
             out[f"{name}_cost_per_cmd_us"] = quantity(a, "us")

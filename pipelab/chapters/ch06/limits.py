@@ -1,4 +1,5 @@
 """Section 4: the server's limits on a pipeline (output and query buffers, maxmemory-clients, proto-max-bulk-len)."""
+
 from __future__ import annotations
 
 import redis
@@ -7,17 +8,19 @@ from ...params import Size
 from ...resp import encode
 from ...results import md_table, quantity
 from ...server import EmbeddedRedis, Endpoint, free_port
-from .common import PREFIX
 from ..ch04 import no_retry_client  # a retry would run a pipeline twice
-
+from .common import PREFIX
 
 CUT_PAIRS = Size(full=2_000, quick=500)  # pipeline of INCR + GET pairs
 BIG_VALUE = 10_000  # bytes per GET reply
 OUTPUT_LIMIT = "normal 256kb 0 0"  # hard limit 256 KiB, no soft limit
 CLIENT_MEMORY_LIMIT = "1mb"
 HUGE_VALUE = 2 * 1024 * 1024  # one SET larger than the 1 MiB limits below
-LIMIT_COUNTERS = ("client_output_buffer_limit_disconnections", "client_query_buffer_limit_disconnections",
-                  "evicted_clients")
+LIMIT_COUNTERS = (
+    "client_output_buffer_limit_disconnections",
+    "client_query_buffer_limit_disconnections",
+    "evicted_clients",
+)
 
 
 def limits_server():
@@ -46,6 +49,8 @@ def cut_pipeline(r: redis.Redis, pairs: int, counter: str, big: str) -> tuple[li
         return pipe.execute(), None
     except redis.RedisError as err:
         return None, err
+
+
 # --8<-- [end:cut]
 
 
@@ -65,15 +70,22 @@ def run_cut(endpoint: Endpoint, pairs: int, setting: tuple[str, str]) -> dict:
             admin.config_set(*DEFAULTS[setting[0]])
         after = limit_counters(admin)
         ran = int(admin.get(counter) or 0)
-    return {"setting": " ".join(setting), "commands_sent": 2 * pairs, "incr_ran": ran, "outcome": outcome(err),
-            "replies": len(replies) if replies else 0,
-            "counters": {k: after[k] - before.get(k, 0) for k in after}}
+    return {
+        "setting": " ".join(setting),
+        "commands_sent": 2 * pairs,
+        "incr_ran": ran,
+        "outcome": outcome(err),
+        "replies": len(replies) if replies else 0,
+        "counters": {k: after[k] - before.get(k, 0) for k in after},
+    }
 
 
-DEFAULTS = {"client-output-buffer-limit": ("client-output-buffer-limit", "normal 0 0 0"),
-            "maxmemory-clients": ("maxmemory-clients", "0"),
-            "client-query-buffer-limit": ("client-query-buffer-limit", "1gb"),
-            "proto-max-bulk-len": ("proto-max-bulk-len", "512mb")}
+DEFAULTS = {
+    "client-output-buffer-limit": ("client-output-buffer-limit", "normal 0 0 0"),
+    "maxmemory-clients": ("maxmemory-clients", "0"),
+    "client-query-buffer-limit": ("client-query-buffer-limit", "1gb"),
+    "proto-max-bulk-len": ("proto-max-bulk-len", "512mb"),
+}
 
 
 def run_huge_request(endpoint: Endpoint, setting: tuple[str, str], size: int) -> dict:
@@ -94,8 +106,13 @@ def run_huge_request(endpoint: Endpoint, setting: tuple[str, str], size: int) ->
             admin.config_set(*DEFAULTS[setting[0]])
         after = limit_counters(admin)
         stored = admin.strlen(key)
-    return {"setting": " ".join(setting), "request_bytes": size, "outcome": outcome(err), "stored_bytes": stored,
-            "counters": {k: after[k] - before.get(k, 0) for k in after}}
+    return {
+        "setting": " ".join(setting),
+        "request_bytes": size,
+        "outcome": outcome(err),
+        "stored_bytes": stored,
+        "counters": {k: after[k] - before.get(k, 0) for k in after},
+    }
 
 
 def run_many_small(endpoint: Endpoint, n: int) -> dict:
@@ -115,16 +132,23 @@ def run_many_small(endpoint: Endpoint, n: int) -> dict:
             err, replies = e, []
         finally:
             admin.config_set(*DEFAULTS["client-query-buffer-limit"])
-    return {"setting": "client-query-buffer-limit 1mb", "commands": n, "outcome": outcome(err),
-            "replies": len(replies), "request_bytes": sum(len(encode("SET", k, v)) for k, v in commands)}
+    return {
+        "setting": "client-query-buffer-limit 1mb",
+        "commands": n,
+        "outcome": outcome(err),
+        "replies": len(replies),
+        "request_bytes": sum(len(encode("SET", k, v)) for k, v in commands),
+    }
 
 
 def measure_limits(lab, endpoint: Endpoint, pairs: int) -> dict:
-    out = {"cut_output": run_cut(endpoint, pairs, ("client-output-buffer-limit", OUTPUT_LIMIT)),
-           "cut_maxmemory_clients": run_cut(endpoint, pairs, ("maxmemory-clients", CLIENT_MEMORY_LIMIT)),
-           "huge_proto": run_huge_request(endpoint, ("proto-max-bulk-len", "1mb"), HUGE_VALUE),
-           "huge_query": run_huge_request(endpoint, ("client-query-buffer-limit", "1mb"), HUGE_VALUE),
-           "many_small": run_many_small(endpoint, SMALL_SETS)}
+    out = {
+        "cut_output": run_cut(endpoint, pairs, ("client-output-buffer-limit", OUTPUT_LIMIT)),
+        "cut_maxmemory_clients": run_cut(endpoint, pairs, ("maxmemory-clients", CLIENT_MEMORY_LIMIT)),
+        "huge_proto": run_huge_request(endpoint, ("proto-max-bulk-len", "1mb"), HUGE_VALUE),
+        "huge_query": run_huge_request(endpoint, ("client-query-buffer-limit", "1mb"), HUGE_VALUE),
+        "many_small": run_many_small(endpoint, SMALL_SETS),
+    }
     with endpoint.client() as admin:  # the Java example meets the same output limit
         admin.config_set("client-output-buffer-limit", OUTPUT_LIMIT)
         try:
@@ -139,25 +163,62 @@ SMALL_SETS = 100_000
 
 def limits_table(limits: dict) -> str:
     rows = []
-    for key, label in (("cut_output", "redis-py pipeline, output buffer limit"),
-                       ("cut_maxmemory_clients", "redis-py pipeline, client eviction")):
+    for key, label in (
+        ("cut_output", "redis-py pipeline, output buffer limit"),
+        ("cut_maxmemory_clients", "redis-py pipeline, client eviction"),
+    ):
         row = limits[key]
-        rows.append([label, f"`{row['setting']}`", f"{row['commands_sent']:,} sent, {2 * row['incr_ran']:,} ran",
-                     row["outcome"], _counters(row["counters"])])
+        rows.append(
+            [
+                label,
+                f"`{row['setting']}`",
+                f"{row['commands_sent']:,} sent, {2 * row['incr_ran']:,} ran",
+                row["outcome"],
+                _counters(row["counters"]),
+            ]
+        )
     jedis = limits.get("jedis")
     if jedis:
-        rows.append(["Jedis pipeline, output buffer limit", f"`client-output-buffer-limit {OUTPUT_LIMIT}`",
-                     f"{jedis['commands_sent']:,} sent, {2 * jedis['incr_ran']:,} ran", jedis["outcome"],
-                     f"responses readable: {jedis['responses_readable']}"])
+        rows.append(
+            [
+                "Jedis pipeline, output buffer limit",
+                f"`client-output-buffer-limit {OUTPUT_LIMIT}`",
+                f"{jedis['commands_sent']:,} sent, {2 * jedis['incr_ran']:,} ran",
+                jedis["outcome"],
+                f"responses readable: {jedis['responses_readable']}",
+            ]
+        )
     for key, label in (("huge_proto", "one 2 MiB SET"), ("huge_query", "one 2 MiB SET")):
         row = limits[key]
-        rows.append([label, f"`{row['setting']}`", f"stored {row['stored_bytes']:,} bytes", row["outcome"],
-                     _counters(row["counters"])])
+        rows.append(
+            [
+                label,
+                f"`{row['setting']}`",
+                f"stored {row['stored_bytes']:,} bytes",
+                row["outcome"],
+                _counters(row["counters"]),
+            ]
+        )
     small = limits["many_small"]
-    rows.append([f"pipeline of {small['commands']:,} small SETs ({small['request_bytes'] / 2**20:.1f} MiB)",
-                 f"`{small['setting']}`", f"{small['replies']:,} replies", small["outcome"], "–"])
-    return md_table(["What was sent", "Limit (on the chapter's own server)", "Commands", "What the client got",
-                     "Server counters (change)"], rows)
+    rows.append(
+        [
+            f"pipeline of {small['commands']:,} small SETs ({small['request_bytes'] / 2**20:.1f} MiB)",
+            f"`{small['setting']}`",
+            f"{small['replies']:,} replies",
+            small["outcome"],
+            "–",
+        ]
+    )
+    return md_table(
+        [
+            "What was sent",
+            "Limit (on the chapter's own server)",
+            "Commands",
+            "What the client got",
+            "Server counters (change)",
+        ],
+        rows,
+    )
 
 
 def _counters(counters: dict) -> str:
@@ -167,18 +228,21 @@ def _counters(counters: dict) -> str:
 
 def limits_summary(limits: dict) -> dict:
     cut, evict = limits["cut_output"], limits["cut_maxmemory_clients"]
-    out = {"cut_sent": quantity(cut["commands_sent"], "count"),
-           "cut_ran": quantity(2 * cut["incr_ran"], "count"),
-           "cut_outcome": quantity(0, "count", cut["outcome"]),
-           "cut_disconnections": quantity(cut["counters"].get("client_output_buffer_limit_disconnections"), "count"),
-           "evict_ran": quantity(2 * evict["incr_ran"], "count"),
-           "evicted_clients": quantity(evict["counters"].get("evicted_clients"), "count"),
-           "huge_proto_outcome": quantity(0, "count", limits["huge_proto"]["outcome"]),
-           "huge_query_outcome": quantity(0, "count", limits["huge_query"]["outcome"]),
-           "query_disconnections": quantity(limits["huge_query"]["counters"].get(
-               "client_query_buffer_limit_disconnections"), "count"),
-           "small_mib": quantity(limits["many_small"]["request_bytes"] / 2**20, "num"),
-           "small_outcome": quantity(0, "count", limits["many_small"]["outcome"])}
+    out = {
+        "cut_sent": quantity(cut["commands_sent"], "count"),
+        "cut_ran": quantity(2 * cut["incr_ran"], "count"),
+        "cut_outcome": quantity(0, "count", cut["outcome"]),
+        "cut_disconnections": quantity(cut["counters"].get("client_output_buffer_limit_disconnections"), "count"),
+        "evict_ran": quantity(2 * evict["incr_ran"], "count"),
+        "evicted_clients": quantity(evict["counters"].get("evicted_clients"), "count"),
+        "huge_proto_outcome": quantity(0, "count", limits["huge_proto"]["outcome"]),
+        "huge_query_outcome": quantity(0, "count", limits["huge_query"]["outcome"]),
+        "query_disconnections": quantity(
+            limits["huge_query"]["counters"].get("client_query_buffer_limit_disconnections"), "count"
+        ),
+        "small_mib": quantity(limits["many_small"]["request_bytes"] / 2**20, "num"),
+        "small_outcome": quantity(0, "count", limits["many_small"]["outcome"]),
+    }
     jedis = limits.get("jedis")
     if jedis:
         out["jedis_ran"] = quantity(2 * jedis["incr_ran"], "count")

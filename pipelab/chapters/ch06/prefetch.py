@@ -1,15 +1,15 @@
 """Section 3: prefetch-batch-max-size on and off for pipelined GETs and MGET."""
+
 from __future__ import annotations
 
 from ... import observe
 from ...params import Size
 from ...results import md_table, quantity
 from ...server import Endpoint
-from .io_threads import IO_SERVERS
-from .common import LABELS, PREFIX
 from .ceiling import bench_once, interleaved, rate, to_measurements
+from .common import LABELS, PREFIX
+from .io_threads import IO_SERVERS
 from .servers import lineup, running
-
 
 # --8<-- [start:prefetch]
 PREFETCH_KEYS = Size(full=1_000_000, quick=50_000)
@@ -25,6 +25,8 @@ PREFETCH_SETTINGS = (16, 0)  # prefetch-batch-max-size: the default, and off
 def populate(endpoint: Endpoint, keys: int) -> None:
     """About 63% of the keyspace gets a 100-byte value (random picks, as the reads will be)."""
     observe.run_benchmark(endpoint, "SET", RANDOM_KEY, "v" * 100, depth=256, requests=keys, clients=8, keyspace=keys)
+
+
 # --8<-- [end:prefetch]
 
 
@@ -46,13 +48,16 @@ def measure_prefetch(keys: int, scale: float, repeat: int) -> dict:
         raw = interleaved(cells, run_cell, repeat)
         for c in clients.values():
             c.close()
-    return to_measurements(raw, lambda c: int(PREFETCH_WORKLOADS[c[1]][3] * scale),
-                           lambda c: f"{LABELS[c[0]]}, {c[1]}, prefetch-batch-max-size {c[2]}")
+    return to_measurements(
+        raw,
+        lambda c: int(PREFETCH_WORKLOADS[c[1]][3] * scale),
+        lambda c: f"{LABELS[c[0]]}, {c[1]}, prefetch-batch-max-size {c[2]}",
+    )
 
 
 def prefetch_table(runs: dict) -> str:
     rows = []
-    for (name, workload) in dict.fromkeys((n, w) for n, w, _ in runs):
+    for name, workload in dict.fromkeys((n, w) for n, w, _ in runs):
         on, off = runs[(name, workload, 16)], runs[(name, workload, 0)]
         rows.append([LABELS[name], workload, rate(on), rate(off), f"{on.ops_per_s / off.ops_per_s:.2f}x"])
     return md_table(["Server", "Workload (requests/s)", "prefetch 16 (default)", "prefetch 0 (off)", "on ÷ off"], rows)
@@ -60,7 +65,7 @@ def prefetch_table(runs: dict) -> str:
 
 def prefetch_summary(runs: dict, keys: int) -> dict:
     out = {"keys": quantity(keys, "count")}
-    for (name, workload) in dict.fromkeys((n, w) for n, w, _ in runs):
+    for name, workload in dict.fromkeys((n, w) for n, w, _ in runs):
         tag = "mget" if workload.startswith("MGET") else "get"
         on, off = runs[(name, workload, 16)], runs[(name, workload, 0)]
         out[f"{name}_{tag}_on_vs_off"] = quantity(on.ops_per_s / off.ops_per_s, "x")

@@ -1,4 +1,5 @@
 """The servers chapter 6 compares: each build, started side by side, and what it was built with."""
+
 from __future__ import annotations
 
 import os
@@ -42,8 +43,9 @@ def running(names: dict[str, tuple[str, dict | None]], args: list[str] = (), cpu
         servers = {}
         for name, (binary, env) in names.items():
             full_env = dict(os.environ, **env) if env else None
-            servers[name] = stack.enter_context(EmbeddedRedis(port=free_port(), binary=binary, args=list(args),
-                                                              cpus=cpus, env=full_env))
+            servers[name] = stack.enter_context(
+                EmbeddedRedis(port=free_port(), binary=binary, args=list(args), cpus=cpus, env=full_env)
+            )
         yield servers
 
 
@@ -57,8 +59,13 @@ def server_facts(server: EmbeddedRedis) -> dict:
     with open(f"/proc/{server.proc.pid}/maps") as maps:
         if "libjemalloc" in maps.read() and not allocator.startswith("jemalloc"):
             allocator += ", jemalloc preloaded"
-    return {"name": info.get("server_name") or "redis", "version": info.get("valkey_version") or info["redis_version"],
-            "allocator": allocator, "io_threads": io_threads, "compiler": compiler(server.binary)}
+    return {
+        "name": info.get("server_name") or "redis",
+        "version": info.get("valkey_version") or info["redis_version"],
+        "allocator": allocator,
+        "io_threads": io_threads,
+        "compiler": compiler(server.binary),
+    }
 
 
 def compiler(binary: str) -> str | None:

@@ -3,15 +3,126 @@
 gather (1), stall (1, the event loop), mux (2, Java), glide (3) and glide_java (3, Java), variadic (4),
 cluster_keys (4, the cluster), watch (5, Python and Java), published (the sources' figures and the claims).
 """
+
 from __future__ import annotations
 
-from .common import LoopThread, PREFIX, REPEAT, async_client
-from .gather import DEFAULT_POOL_N, GATHER_N, GATHER_RTTS, POOLS, default_pool_outcome, gather_client, gather_summary, gather_table, gather_tag, incr_gathered, incr_pipelined, measure_gather
-from .stall import STALL_ALT, STALL_CHUNKS, STALL_ONCE, STALL_REPEAT, STALL_SIZES, TICK_S, measure_stall, set_in_pipelines, stall_plot, stall_summary, stall_table, ticker, worst_lag
-from .mux import HOL_CASES, HOL_LIST, HOL_MS, HOL_READERS, MUX_CLIENTS, MUX_N, MUX_REPEAT, MUX_THREADS, hol_table, measure_mux, mux_summary, mux_table
-from .glide import GLIDE_CLUSTER_CALLS, GLIDE_CLUSTER_SETS, GLIDE_SADD_N, GLIDE_TIMEOUT_N, cluster_batches, glide_batch_with_error, glide_batches, glide_client, glide_cluster_batch, glide_cluster_client, glide_connections, glide_incr_gathered, glide_sadd_batch, glide_summary, glide_table, measure_glide, measure_glide_cluster, measure_glide_gather, node_counters, settled_count
+from .cluster_keys import (
+    CLUSTER_KEYS,
+    cluster_get_pipelined,
+    cluster_mget_nonatomic,
+    cluster_mget_tagged,
+    cluster_summary,
+    cluster_table,
+    master_calls,
+    measure_cluster,
+)
+from .common import PREFIX, REPEAT, LoopThread, async_client
+from .gather import (
+    DEFAULT_POOL_N,
+    GATHER_N,
+    GATHER_RTTS,
+    POOLS,
+    default_pool_outcome,
+    gather_client,
+    gather_summary,
+    gather_table,
+    gather_tag,
+    incr_gathered,
+    incr_pipelined,
+    measure_gather,
+)
+from .glide import (
+    GLIDE_CLUSTER_CALLS,
+    GLIDE_CLUSTER_SETS,
+    GLIDE_SADD_N,
+    GLIDE_TIMEOUT_N,
+    cluster_batches,
+    glide_batch_with_error,
+    glide_batches,
+    glide_client,
+    glide_cluster_batch,
+    glide_cluster_client,
+    glide_connections,
+    glide_incr_gathered,
+    glide_sadd_batch,
+    glide_summary,
+    glide_table,
+    measure_glide,
+    measure_glide_cluster,
+    measure_glide_gather,
+    node_counters,
+    settled_count,
+)
 from .glide_java import GLIDE_JAVA_TIMEOUT_N, glide_java_summary, java_clients_table, measure_glide_java
-from .variadic import COUNTED, ONE_COMMAND, PIPELINED, REPLY_CLIENT, REPLY_KEYS, VALUE, VARIADIC, VARIADIC_ALT, VARIADIC_REPEAT, VARIADIC_SIZES, get_one_command, get_pipelined, hset_one_command, hset_pipelined, measure_reply_memory, measure_variadic, sadd_one_command, sadd_pipelined, set_one_command, set_pipelined, variadic_plot, variadic_summary, variadic_table
-from .cluster_keys import CLUSTER_KEYS, cluster_get_pipelined, cluster_mget_nonatomic, cluster_mget_tagged, cluster_summary, cluster_table, master_calls, measure_cluster
-from .watch import INCREMENTERS, INCREMENTS, WRITERS, blind_increment, contend, lost, measure_watch, measure_watch_java, retries_per_increment, stale_retry_increment, watch_java_summary, watch_java_table, watch_summary, watch_table, watched_increment
+from .mux import (
+    HOL_CASES,
+    HOL_LIST,
+    HOL_MS,
+    HOL_READERS,
+    MUX_CLIENTS,
+    MUX_N,
+    MUX_REPEAT,
+    MUX_THREADS,
+    hol_table,
+    measure_mux,
+    mux_summary,
+    mux_table,
+)
 from .published import CLAIMS, PUBLISHED
+from .stall import (
+    STALL_ALT,
+    STALL_CHUNKS,
+    STALL_ONCE,
+    STALL_REPEAT,
+    STALL_SIZES,
+    TICK_S,
+    measure_stall,
+    set_in_pipelines,
+    stall_plot,
+    stall_summary,
+    stall_table,
+    ticker,
+    worst_lag,
+)
+from .variadic import (
+    COUNTED,
+    ONE_COMMAND,
+    PIPELINED,
+    REPLY_CLIENT,
+    REPLY_KEYS,
+    VALUE,
+    VARIADIC,
+    VARIADIC_ALT,
+    VARIADIC_REPEAT,
+    VARIADIC_SIZES,
+    get_one_command,
+    get_pipelined,
+    hset_one_command,
+    hset_pipelined,
+    measure_reply_memory,
+    measure_variadic,
+    sadd_one_command,
+    sadd_pipelined,
+    set_one_command,
+    set_pipelined,
+    variadic_plot,
+    variadic_summary,
+    variadic_table,
+)
+from .watch import (
+    INCREMENTERS,
+    INCREMENTS,
+    WRITERS,
+    blind_increment,
+    contend,
+    lost,
+    measure_watch,
+    measure_watch_java,
+    retries_per_increment,
+    stale_retry_increment,
+    watch_java_summary,
+    watch_java_table,
+    watch_summary,
+    watch_table,
+    watched_increment,
+)

@@ -1,17 +1,17 @@
 """Section 4, many keys on the cluster: a pipeline, mget_nonatomic and one hash tag."""
+
 from __future__ import annotations
 
 import redis
 import redis.asyncio
 
 from ... import observe
-from ...params import Size
 from ...measure import Measurement, measure
+from ...params import Size
 from ...results import md_table, quantity
 from ...server import Endpoint
 from .common import PREFIX
 from .variadic import VALUE
-
 
 CLUSTER_KEYS = Size(full=10_000, quick=2_000)
 
@@ -30,6 +30,8 @@ def cluster_mget_nonatomic(rc: redis.RedisCluster, keys: list[str]) -> list:
 
 def cluster_mget_tagged(rc: redis.RedisCluster, keys: list[str]) -> list:
     return rc.mget(keys)  # one command: only works when every key hashes to one slot
+
+
 # --8<-- [end:cluster_mget]
 
 
@@ -48,15 +50,19 @@ def measure_cluster(cluster, n: int, repeat: int) -> dict:
             out["crossslot"] = "no error"
         except (redis.RedisError, redis.exceptions.RedisClusterException) as err:  # redis-py refuses before sending
             out["crossslot"] = f"{type(err).__name__}: {err}"
-        modes = {"pipeline of GETs": (cluster_get_pipelined, plain),
-                 "mget_nonatomic": (cluster_mget_nonatomic, plain),
-                 "MGET, one hash tag": (cluster_mget_tagged, tagged),
-                 "pipeline of GETs, one hash tag": (cluster_get_pipelined, tagged)}
+        modes = {
+            "pipeline of GETs": (cluster_get_pipelined, plain),
+            "mget_nonatomic": (cluster_mget_nonatomic, plain),
+            "MGET, one hash tag": (cluster_mget_tagged, tagged),
+            "pipeline of GETs, one hash tag": (cluster_get_pipelined, tagged),
+        }
         for mode, (fn, keys) in modes.items():
             before = [master_calls(node) for node in cluster.nodes]
             m = measure(f"cluster, {mode}, {n:,} keys", lambda fn=fn, keys=keys: fn(rc, keys), ops=n, repeat=repeat)
-            calls = [{c: (after.get(c, 0) - was.get(c, 0)) // (repeat + 1) for c in ("get", "mget")}
-                     for was, after in zip(before, (master_calls(node) for node in cluster.nodes))]
+            calls = [
+                {c: (after.get(c, 0) - was.get(c, 0)) // (repeat + 1) for c in ("get", "mget")}
+                for was, after in zip(before, (master_calls(node) for node in cluster.nodes))
+            ]
             m.params.update(mode=mode, n=n, per_master=calls)
             out[mode] = m
         cluster.delete_lab_keys()
@@ -77,8 +83,12 @@ def cluster_table(runs: dict[str, Measurement]) -> str:
 
 
 def cluster_summary(runs: dict[str, Measurement], crossslot: str) -> dict:
-    tags = {"pipeline of GETs": "pipeline", "mget_nonatomic": "nonatomic", "MGET, one hash tag": "tagged_mget",
-            "pipeline of GETs, one hash tag": "tagged_pipeline"}
+    tags = {
+        "pipeline of GETs": "pipeline",
+        "mget_nonatomic": "nonatomic",
+        "MGET, one hash tag": "tagged_mget",
+        "pipeline of GETs, one hash tag": "tagged_pipeline",
+    }
     out = {"crossslot": quantity(0, "count", crossslot), "n": quantity(next(iter(runs.values())).ops, "count")}
     for mode, m in runs.items():
         out[f"{tags[mode]}_ms"] = quantity(m.median * 1e3, "num", f"{m.median * 1e3:,.1f} ms")

@@ -1,23 +1,31 @@
 """Chapter 7's shared parts: its key prefix, its repetitions, an asyncio client and the event loop the GLIDE sections run on."""
+
 from __future__ import annotations
 
 import asyncio
 import threading
+
 import redis
 import redis.asyncio
 
 from ...params import Size
-from ...server import Endpoint
 from ...server import PREFIX as LAB_PREFIX
-
+from ...server import Endpoint
 
 PREFIX = LAB_PREFIX + "ch07:"
 REPEAT = Size(full=3, quick=2)
 
 
 def async_client(endpoint: Endpoint, **kwargs) -> redis.asyncio.Redis:
-    return redis.asyncio.Redis(host=endpoint.host, port=endpoint.port, db=endpoint.db, username=endpoint.username,
-                               password=endpoint.password, ssl=endpoint.tls, **kwargs)
+    return redis.asyncio.Redis(
+        host=endpoint.host,
+        port=endpoint.port,
+        db=endpoint.db,
+        username=endpoint.username,
+        password=endpoint.password,
+        ssl=endpoint.tls,
+        **kwargs,
+    )
 
 
 class LoopThread:
@@ -25,7 +33,7 @@ class LoopThread:
     A notebook's kernel already runs a loop on the main thread, where run_until_complete and
     asyncio.run refuse to start another."""
 
-    def __enter__(self) -> "LoopThread":
+    def __enter__(self) -> LoopThread:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="ch07-loop", daemon=True)
         self.thread.start()

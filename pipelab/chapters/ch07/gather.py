@@ -1,17 +1,18 @@
 """Section 1: redis.asyncio's gather on pools of 1, 10 and 100 connections against one pipeline."""
+
 from __future__ import annotations
 
 import asyncio
+
 import redis
 import redis.asyncio
 
 from ... import observe
-from ...params import Size
 from ...measure import Measurement, measure
+from ...params import Size
 from ...results import md_table, quantity
 from ...server import Endpoint
-from .common import LoopThread, PREFIX, async_client
-
+from .common import PREFIX, LoopThread, async_client
 
 GATHER_N = Size(full=1_000, quick=200)  # commands per call
 GATHER_RTTS = (0, 1)  # ms injected by toxiproxy; 1 ms only where it runs
@@ -37,24 +38,37 @@ async def incr_pipelined(r: redis.asyncio.Redis, keys: list[str]) -> None:
 def gather_client(endpoint: Endpoint, connections: int) -> redis.asyncio.Redis:
     # A caller that asks for more connections than the pool holds waits for one (for up to 20 s)
     # instead of failing, as the default ConnectionPool does past max_connections.
-    pool = redis.asyncio.BlockingConnectionPool(host=endpoint.host, port=endpoint.port, db=endpoint.db,
-                                                username=endpoint.username, password=endpoint.password,
-                                                max_connections=connections, timeout=20)
+    pool = redis.asyncio.BlockingConnectionPool(
+        host=endpoint.host,
+        port=endpoint.port,
+        db=endpoint.db,
+        username=endpoint.username,
+        password=endpoint.password,
+        max_connections=connections,
+        timeout=20,
+    )
     return redis.asyncio.Redis(connection_pool=pool)
+
+
 # --8<-- [end:gather]
 
 
 def default_pool_outcome(endpoint: Endpoint, n: int) -> str:
     """What gather does with more coroutines than the default pool's 100 connections."""
+
     async def attempt():
         r = async_client(endpoint)
         try:
-            done = await asyncio.gather(*(r.incr(f"{PREFIX}gather:default:{i}") for i in range(n)),
-                                        return_exceptions=True)
+            done = await asyncio.gather(
+                *(r.incr(f"{PREFIX}gather:default:{i}") for i in range(n)), return_exceptions=True
+            )
         finally:
             await r.aclose()
         failed = [e for e in done if isinstance(e, BaseException)]
-        return f"{len(failed):,} of {n:,} failed with {type(failed[0]).__name__}: {failed[0]}" if failed else "completed"
+        return (
+            f"{len(failed):,} of {n:,} failed with {type(failed[0]).__name__}: {failed[0]}" if failed else "completed"
+        )
+
     with LoopThread() as loop:
         return loop.run(attempt())
 
@@ -70,31 +84,52 @@ def measure_gather(endpoint: Endpoint, rtt_ms: float, n: int, repeat: int) -> di
         for mode, (client, workload) in modes.items():
             counters = observe.Counters(endpoint)
             with counters.measure() as delta:
-                m = measure(f"{mode}, {n:,} INCRs, +{rtt_ms:g} ms RTT",
-                            lambda: loop.run(workload(client, keys)), ops=n, repeat=repeat)
+                m = measure(
+                    f"{mode}, {n:,} INCRs, +{rtt_ms:g} ms RTT",
+                    lambda: loop.run(workload(client, keys)),
+                    ops=n,
+                    repeat=repeat,
+                )
             counters.close()
             pool = client.connection_pool
-            m.params.update(rtt_ms=rtt_ms, mode=mode, connections=len(pool._available_connections) +
-                            len(pool._in_use_connections),
-                            reads_per_cmd=delta.values["total_reads_processed"] / delta.values["total_commands_processed"])
+            m.params.update(
+                rtt_ms=rtt_ms,
+                mode=mode,
+                connections=len(pool._available_connections) + len(pool._in_use_connections),
+                reads_per_cmd=delta.values["total_reads_processed"] / delta.values["total_commands_processed"],
+            )
             out[mode] = m
             loop.run(client.aclose())
     return out
 
 
 def gather_table(runs: dict[tuple[float, str], Measurement]) -> str:
-    rows = [[f"+{rtt:g} ms", mode, m.params["connections"], f"{m.params['reads_per_cmd']:.3f}",
-             f"{m.ops_per_s:,.0f}", f"{m.per_op_us:,.1f} µs"] for (rtt, mode), m in runs.items()]
+    rows = [
+        [
+            f"+{rtt:g} ms",
+            mode,
+            m.params["connections"],
+            f"{m.params['reads_per_cmd']:.3f}",
+            f"{m.ops_per_s:,.0f}",
+            f"{m.per_op_us:,.1f} µs",
+        ]
+        for (rtt, mode), m in runs.items()
+    ]
     return md_table(["RTT", "Mode", "Connections opened", "Server reads per command", "INCRs/s", "per INCR"], rows)
 
 
 def gather_tag(mode: str) -> str:
-    return {"one pipeline": "pipeline", "GLIDE, gather on one client": "glide"}.get(mode) or f"pool{mode.rsplit(' ', 1)[1]}"
+    return {"one pipeline": "pipeline", "GLIDE, gather on one client": "glide"}.get(
+        mode
+    ) or f"pool{mode.rsplit(' ', 1)[1]}"
 
 
 def gather_summary(runs: dict[tuple[float, str], Measurement], default_outcome: str, n: int, default_n: int) -> dict:
-    out = {"n": quantity(n, "count"), "default_n": quantity(default_n, "count"),
-           "default_pool": quantity(0, "count", default_outcome)}
+    out = {
+        "n": quantity(n, "count"),
+        "default_n": quantity(default_n, "count"),
+        "default_pool": quantity(0, "count", default_outcome),
+    }
     for (rtt, mode), m in runs.items():
         tag = f"rtt{rtt:g}_{gather_tag(mode)}"
         out[f"{tag}_ops"] = quantity(m.ops_per_s, "ops/s")

@@ -1,20 +1,31 @@
 """Section 3: Valkey GLIDE (Python): gather on one multiplexed client, Batch, raise_on_error, the default timeout, ClusterBatch."""
+
 from __future__ import annotations
 
 import asyncio
 import time
+
 import redis
 import redis.asyncio
-from glide import Batch, BatchOptions, ClusterBatch, GlideClient, GlideClientConfiguration, GlideClusterClient, GlideClusterClientConfiguration, NodeAddress, ServerCredentials
+from glide import (
+    Batch,
+    BatchOptions,
+    ClusterBatch,
+    GlideClient,
+    GlideClientConfiguration,
+    GlideClusterClient,
+    GlideClusterClientConfiguration,
+    NodeAddress,
+    ServerCredentials,
+)
 
 from ... import observe
-from ...params import Size
 from ...measure import Measurement, measure
+from ...params import Size
 from ...results import md_table, quantity
 from ...server import Endpoint
 from ..ch01 import delete_keys
-from .common import LoopThread, PREFIX
-
+from .common import PREFIX, LoopThread
 
 GLIDE_SADD_N = Size(full=100_000, quick=10_000)
 GLIDE_TIMEOUT_N = (100_000, 400_000)  # batches sent under the default 250 ms request timeout
@@ -24,8 +35,11 @@ GLIDE_CLUSTER_CALLS = Size(full=20, quick=5)
 
 async def glide_client(endpoint: Endpoint, **config):
     credentials = ServerCredentials(endpoint.password, endpoint.username) if endpoint.password else None
-    return await GlideClient.create(GlideClientConfiguration(
-        [NodeAddress(endpoint.host, endpoint.port)], database_id=endpoint.db, credentials=credentials, **config))
+    return await GlideClient.create(
+        GlideClientConfiguration(
+            [NodeAddress(endpoint.host, endpoint.port)], database_id=endpoint.db, credentials=credentials, **config
+        )
+    )
 
 
 # --8<-- [start:glide]
@@ -51,6 +65,8 @@ async def glide_batch_with_error(client, key: str, counter: str, raise_on_error:
     batch.incr(counter)  # runs whatever happened before it
     batch.get(key)
     return await client.exec(batch, raise_on_error=raise_on_error)
+
+
 # --8<-- [end:glide]
 
 
@@ -64,13 +80,21 @@ def measure_glide_gather(endpoint: Endpoint, rtt_ms: float, n: int, repeat: int)
         client = loop.run(glide_client(endpoint))
         counters = observe.Counters(endpoint)
         with counters.measure() as delta:
-            m = measure(f"GLIDE, gather on its one client, {n:,} INCRs, +{rtt_ms:g} ms RTT",
-                        lambda: loop.run(glide_incr_gathered(client, keys)), ops=n, repeat=repeat)
+            m = measure(
+                f"GLIDE, gather on its one client, {n:,} INCRs, +{rtt_ms:g} ms RTT",
+                lambda: loop.run(glide_incr_gathered(client, keys)),
+                ops=n,
+                repeat=repeat,
+            )
         counters.close()
         with endpoint.client() as r:
             connections = glide_connections(r)
-        m.params.update(rtt_ms=rtt_ms, mode="GLIDE, gather on one client", connections=connections,
-                        reads_per_cmd=delta.values["total_reads_processed"] / delta.values["total_commands_processed"])
+        m.params.update(
+            rtt_ms=rtt_ms,
+            mode="GLIDE, gather on one client",
+            connections=connections,
+            reads_per_cmd=delta.values["total_reads_processed"] / delta.values["total_commands_processed"],
+        )
         loop.run(client.close())
     return m
 
@@ -89,19 +113,28 @@ def glide_batches(lab, loop: LoopThread, keys: list[str], repeat: int) -> dict:
         with lab.client() as r:
             for atomic in (False, True):
                 before = observe.command_calls(r)
-                m = measure(f"GLIDE Batch({'atomic' if atomic else 'non-atomic'}), {n:,} SADDs",
-                            lambda atomic=atomic: run(glide_sadd_batch(client, keys, atomic, timeout_ms=60_000)),
-                            ops=n, repeat=repeat, setup=lambda: delete_keys(r, keys))
+                m = measure(
+                    f"GLIDE Batch({'atomic' if atomic else 'non-atomic'}), {n:,} SADDs",
+                    lambda atomic=atomic: run(glide_sadd_batch(client, keys, atomic, timeout_ms=60_000)),
+                    ops=n,
+                    repeat=repeat,
+                    setup=lambda: delete_keys(r, keys),
+                )
                 calls = observe.command_calls(r)
-                m.params.update({c: (calls.get(c, 0) - before.get(c, 0)) // (repeat + 1) for c in ("sadd", "multi", "exec")})
+                m.params.update(
+                    {c: (calls.get(c, 0) - before.get(c, 0)) // (repeat + 1) for c in ("sadd", "multi", "exec")}
+                )
                 out["atomic" if atomic else "pipeline"] = m
             delete_keys(r, keys)
             for big in GLIDE_TIMEOUT_N:
                 big_keys = [f"{PREFIX}glide:big:{i}" for i in range(big)]
                 start = time.perf_counter()
                 outcome = run(_outcome(glide_sadd_batch(client, big_keys, False)))
-                out[f"default_timeout_{big}"] = {"outcome": outcome, "seconds": time.perf_counter() - start,
-                                                 "ran": settled_count(r, big_keys)}
+                out[f"default_timeout_{big}"] = {
+                    "outcome": outcome,
+                    "seconds": time.perf_counter() - start,
+                    "ran": settled_count(r, big_keys),
+                }
                 delete_keys(r, big_keys)
             key, counter = f"{PREFIX}glide:wrongtype", f"{PREFIX}glide:ran"
             for raise_on_error in (True, False):
@@ -117,8 +150,11 @@ def glide_batches(lab, loop: LoopThread, keys: list[str], repeat: int) -> dict:
 async def _outcome(awaitable) -> str:
     try:
         result = await awaitable
-        return "completed: " + ", ".join(type(x).__name__ if isinstance(x, Exception) else repr(x) for x in result) \
-            if isinstance(result, list) and len(result) <= 10 else f"completed, {len(result):,} results"
+        return (
+            "completed: " + ", ".join(type(x).__name__ if isinstance(x, Exception) else repr(x) for x in result)
+            if isinstance(result, list) and len(result) <= 10
+            else f"completed, {len(result):,} results"
+        )
     except Exception as err:  # GLIDE's own RequestError, TimeoutError, … are what the table shows
         return f"{type(err).__name__}: {err}"
 
@@ -128,7 +164,7 @@ def settled_count(r: redis.Redis, keys: list[str]) -> int:
     sent, whatever the client decided meanwhile)."""
     count = -1
     while True:
-        now = sum(r.exists(*keys[i:i + 10_000]) for i in range(0, len(keys), 10_000))
+        now = sum(r.exists(*keys[i : i + 10_000]) for i in range(0, len(keys), 10_000))
         if now == count:
             return now
         count = now
@@ -137,8 +173,11 @@ def settled_count(r: redis.Redis, keys: list[str]) -> int:
 
 async def glide_cluster_client(cluster, **config):
     credentials = ServerCredentials(cluster.password, cluster.username) if cluster.password else None
-    return await GlideClusterClient.create(GlideClusterClientConfiguration(
-        [NodeAddress(n.host, n.port) for n in cluster.nodes], credentials=credentials, **config))
+    return await GlideClusterClient.create(
+        GlideClusterClientConfiguration(
+            [NodeAddress(n.host, n.port) for n in cluster.nodes], credentials=credentials, **config
+        )
+    )
 
 
 # --8<-- [start:glide_cluster]
@@ -147,6 +186,8 @@ async def glide_cluster_batch(client, keys: list[str], atomic: bool) -> list:
     for key in keys:
         batch.set(key, "v")
     return await client.exec(batch, raise_on_error=True)
+
+
 # --8<-- [end:glide_cluster]
 
 
@@ -189,16 +230,31 @@ def glide_table(glide: dict, cluster: dict) -> str:
     rows = []
     for tag in ("pipeline", "atomic"):
         m = glide[tag]
-        rows.append([m.label, f"{m.ops_per_s:,.0f} SADDs/s ({m.ops / m.max:,.0f}–{m.ops / m.min:,.0f})",
-                     f"{m.params['sadd']:,} SADD, {m.params['multi']} MULTI, {m.params['exec']} EXEC"])
+        rows.append(
+            [
+                m.label,
+                f"{m.ops_per_s:,.0f} SADDs/s ({m.ops / m.max:,.0f}–{m.ops / m.min:,.0f})",
+                f"{m.params['sadd']:,} SADD, {m.params['multi']} MULTI, {m.params['exec']} EXEC",
+            ]
+        )
     for big in GLIDE_TIMEOUT_N:
         row = glide[f"default_timeout_{big}"]
-        rows.append([f"GLIDE Batch(non-atomic), {big:,} SADDs, default request timeout (250 ms)",
-                     f"{row['outcome']} after {row['seconds']:.1f} s", f"{row['ran']:,} SADDs ran"])
+        rows.append(
+            [
+                f"GLIDE Batch(non-atomic), {big:,} SADDs, default request timeout (250 ms)",
+                f"{row['outcome']} after {row['seconds']:.1f} s",
+                f"{row['ran']:,} SADDs ran",
+            ]
+        )
     for flag in (True, False):
         row = glide[f"raise_on_error_{flag}"]
-        rows.append([f"SET, LPUSH (WRONGTYPE), INCR, GET; raise_on_error={flag}", row["outcome"],
-                     f"the INCR after the error ran {row['counter']} time(s)"])
+        rows.append(
+            [
+                f"SET, LPUSH (WRONGTYPE), INCR, GET; raise_on_error={flag}",
+                row["outcome"],
+                f"the INCR after the error ran {row['counter']} time(s)",
+            ]
+        )
     per_master = " / ".join(f"{m['set']:.0f} SETs in {m['reads']:.1f} reads" for m in cluster["per_master"])
     rows.append([f"ClusterBatch(non-atomic), {cluster['sets']} SETs across slots, per call", "completed", per_master])
     rows.append([f"ClusterBatch(atomic), the same {cluster['sets']} SETs", cluster["atomic_across_slots"], "–"])
@@ -208,20 +264,29 @@ def glide_table(glide: dict, cluster: dict) -> str:
 def glide_summary(glide: dict, cluster: dict) -> dict:
     pipe, atomic = glide["pipeline"], glide["atomic"]
     reads = [m["reads"] for m in cluster["per_master"]]
-    return {"n": quantity(pipe.ops, "count"),
-            "pipeline_ops": quantity(pipe.ops_per_s, "ops/s"), "atomic_ops": quantity(atomic.ops_per_s, "ops/s"),
-            "pipeline_ms": quantity(pipe.median * 1e3, "ms"), "atomic_ms": quantity(atomic.median * 1e3, "ms"),
-            "atomic_multi": quantity(atomic.params["multi"], "count"),
-            "pipeline_multi": quantity(pipe.params["multi"], "count"),
-            "raise_true": quantity(0, "count", glide["raise_on_error_True"]["outcome"]),
-            "raise_true_counter": quantity(glide["raise_on_error_True"]["counter"], "count"),
-            "raise_false": quantity(0, "count", glide["raise_on_error_False"]["outcome"]),
-            "raise_false_counter": quantity(glide["raise_on_error_False"]["counter"], "count"),
-            "cluster_sets": quantity(cluster["sets"], "count"),
-            "cluster_reads_max": quantity(max(reads), "num", f"{max(reads):.1f}"),
-            "cluster_sets_per_master": quantity(0, "count", " / ".join(f"{m['set']:.0f}" for m in cluster["per_master"])),
-            "cluster_atomic": quantity(0, "count", cluster["atomic_across_slots"]),
-            **{f"timeout_{big}{suffix}": quantity(*value) for big in GLIDE_TIMEOUT_N for suffix, value in (
+    return {
+        "n": quantity(pipe.ops, "count"),
+        "pipeline_ops": quantity(pipe.ops_per_s, "ops/s"),
+        "atomic_ops": quantity(atomic.ops_per_s, "ops/s"),
+        "pipeline_ms": quantity(pipe.median * 1e3, "ms"),
+        "atomic_ms": quantity(atomic.median * 1e3, "ms"),
+        "atomic_multi": quantity(atomic.params["multi"], "count"),
+        "pipeline_multi": quantity(pipe.params["multi"], "count"),
+        "raise_true": quantity(0, "count", glide["raise_on_error_True"]["outcome"]),
+        "raise_true_counter": quantity(glide["raise_on_error_True"]["counter"], "count"),
+        "raise_false": quantity(0, "count", glide["raise_on_error_False"]["outcome"]),
+        "raise_false_counter": quantity(glide["raise_on_error_False"]["counter"], "count"),
+        "cluster_sets": quantity(cluster["sets"], "count"),
+        "cluster_reads_max": quantity(max(reads), "num", f"{max(reads):.1f}"),
+        "cluster_sets_per_master": quantity(0, "count", " / ".join(f"{m['set']:.0f}" for m in cluster["per_master"])),
+        "cluster_atomic": quantity(0, "count", cluster["atomic_across_slots"]),
+        **{
+            f"timeout_{big}{suffix}": quantity(*value)
+            for big in GLIDE_TIMEOUT_N
+            for suffix, value in (
                 ("", (0, "count", glide[f"default_timeout_{big}"]["outcome"])),
                 ("_ran", (glide[f"default_timeout_{big}"]["ran"], "count")),
-                ("_s", (glide[f"default_timeout_{big}"]["seconds"], "s")))}}
+                ("_s", (glide[f"default_timeout_{big}"]["seconds"], "s")),
+            )
+        },
+    }

@@ -1,21 +1,22 @@
 """Section 1, the event loop while a big pipeline is packed and parsed: a 1 ms ticker's worst lag."""
+
 from __future__ import annotations
 
 import asyncio
 import statistics
 import time
+
 import matplotlib.pyplot as plt
 import redis
 import redis.asyncio
 from matplotlib.figure import Figure
 
 from ... import plots
-from ...params import Size
 from ...measure import Measurement
+from ...params import Size
 from ...results import md_table, quantity
 from ...server import Endpoint
-from .common import LoopThread, PREFIX, async_client
-
+from .common import PREFIX, LoopThread, async_client
 
 STALL_SIZES = Size(full=[1_000, 10_000, 30_000, 100_000], quick=[1_000, 20_000])
 STALL_REPEAT = Size(full=3, quick=2)
@@ -40,9 +41,11 @@ async def set_in_pipelines(r: redis.asyncio.Redis, keys: list[str], chunk: int |
     step = chunk or len(keys)
     for start in range(0, len(keys), step):
         async with r.pipeline(transaction=False) as pipe:
-            for key in keys[start:start + step]:
+            for key in keys[start : start + step]:
                 pipe.set(key, "v")
             await pipe.execute()
+
+
 # --8<-- [end:stall]
 
 
@@ -74,11 +77,21 @@ def measure_stall(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[tup
                 chunks = STALL_CHUNKS[:1] if n >= STALL_ONCE else STALL_CHUNKS
                 for mode, chunk in (("one pipeline", None), *((f"chunks of {c:,}", c) for c in chunks if c < n)):
                     runs = [await _stall_once(r, keys, chunk) for _ in range(1 if n >= STALL_ONCE else repeat)]
-                    out[(n, mode)] = Measurement(f"{n:,} SETs, {mode}", n, [t for t, _, _ in runs],
-                                                 {"n": n, "mode": mode, "max_lag_s": [lag for _, lag, _ in runs],
-                                                  "ticks": [k for _, _, k in runs]}, [warmup[0]])
+                    out[(n, mode)] = Measurement(
+                        f"{n:,} SETs, {mode}",
+                        n,
+                        [t for t, _, _ in runs],
+                        {
+                            "n": n,
+                            "mode": mode,
+                            "max_lag_s": [lag for _, lag, _ in runs],
+                            "ticks": [k for _, _, k in runs],
+                        },
+                        [warmup[0]],
+                    )
         finally:
             await r.aclose()
+
     with LoopThread() as loop:
         loop.run(run_all())
     return out
@@ -90,9 +103,16 @@ def worst_lag(m: Measurement) -> float:
 
 
 def stall_table(runs: dict) -> str:
-    rows = [[f"{n:,}", mode, f"{m.median * 1e3:,.1f} ms", f"{worst_lag(m) * 1e3:,.1f} ms",
-             f"{min(m.params['max_lag_s']) * 1e3:,.1f}–{max(m.params['max_lag_s']) * 1e3:,.1f} ms"]
-            for (n, mode), m in runs.items()]
+    rows = [
+        [
+            f"{n:,}",
+            mode,
+            f"{m.median * 1e3:,.1f} ms",
+            f"{worst_lag(m) * 1e3:,.1f} ms",
+            f"{min(m.params['max_lag_s']) * 1e3:,.1f}–{max(m.params['max_lag_s']) * 1e3:,.1f} ms",
+        ]
+        for (n, mode), m in runs.items()
+    ]
     return md_table(["SETs", "Sent as", "Time (median)", "Worst ticker lag (median)", "… min–max"], rows)
 
 
@@ -112,8 +132,10 @@ def stall_plot(doc: dict) -> Figure:
     return fig
 
 
-STALL_ALT = ("Log-log line chart: the worst lag of a 1 ms ticker coroutine against the number of SETs, for one "
-             "pipeline and for chunks of 10,000")
+STALL_ALT = (
+    "Log-log line chart: the worst lag of a 1 ms ticker coroutine against the number of SETs, for one "
+    "pipeline and for chunks of 10,000"
+)
 
 
 def stall_summary(runs: dict) -> dict:
@@ -131,5 +153,7 @@ def stall_summary(runs: dict) -> dict:
                 out[f"lag_{tag}_{role}"] = quantity(worst_lag(m) * 1e3, "num", f"{worst_lag(m) * 1e3:,.1f} ms")
                 out[f"time_{tag}_{role}"] = quantity(m.median, "s")
                 out[f"us_per_cmd_{tag}_{role}"] = quantity(m.per_op_us, "us")
-    out["lag_one_vs_chunked"] = quantity(worst_lag(runs[(big, "one pipeline")]) / worst_lag(runs[(big, chunked[0])]), "x")
+    out["lag_one_vs_chunked"] = quantity(
+        worst_lag(runs[(big, "one pipeline")]) / worst_lag(runs[(big, chunked[0])]), "x"
+    )
     return out

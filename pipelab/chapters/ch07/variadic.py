@@ -1,4 +1,5 @@
 """Section 4: one command instead of many (MGET, MSET, variadic SADD and HSET against pipelines)."""
+
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -7,13 +8,12 @@ import redis.asyncio
 from matplotlib.figure import Figure
 
 from ... import observe, plots
-from ...params import Size
 from ...measure import Measurement, measure
+from ...params import Size
 from ...results import md_table, quantity
 from ...server import Endpoint
 from ..ch01 import delete_keys
 from .common import PREFIX
-
 
 VARIADIC_SIZES = Size(full=[10, 100, 1_000, 10_000, 30_000], quick=[10, 1_000, 10_000])
 VARIADIC_REPEAT = Size(full=3, quick=2)
@@ -63,6 +63,8 @@ def hset_pipelined(r: redis.Redis, key: str, fields: list[str]) -> None:
 
 def hset_one_command(r: redis.Redis, key: str, fields: list[str]) -> None:
     r.hset(key, mapping=dict.fromkeys(fields, VALUE))
+
+
 # --8<-- [end:variadic]
 
 
@@ -82,7 +84,7 @@ def measure_variadic(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[
     for n in sizes:
         keys = [f"{PREFIX}var:{i}" for i in range(n)]
         for start in range(0, n, 10_000):
-            set_one_command(r, keys[start:start + 10_000])  # GET reads these
+            set_one_command(r, keys[start : start + 10_000])  # GET reads these
         members = [f"m{i}" for i in range(n)]
         for workload in VARIADIC:
             counted = COUNTED[workload]
@@ -98,8 +100,13 @@ def measure_variadic(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[
                 after = observe.command_stats(r)
                 usec = sum(after.get(c, (0, 0))[1] - before.get(c, (0, 0))[1] for c in counted)
                 calls = n * (repeat + 1)  # the warm-up ran too
-                m.params.update(workload=workload, shape=shape, n=n, server_us_per_key=usec / calls,
-                                server_cpu_us_per_key=delta.server_cpu_s * 1e6 / calls)
+                m.params.update(
+                    workload=workload,
+                    shape=shape,
+                    n=n,
+                    server_us_per_key=usec / calls,
+                    server_cpu_us_per_key=delta.server_cpu_s * 1e6 / calls,
+                )
                 out[(workload, shape, n)] = m
         r.unlink(*[f"{PREFIX}var:sadd", f"{PREFIX}var:hset"])
         delete_keys(r, keys)
@@ -118,7 +125,7 @@ def measure_reply_memory(endpoint: Endpoint, n: int) -> dict[str, int]:
     peaks = {}
     with endpoint.client() as r:
         for start in range(0, n, 10_000):
-            set_one_command(r, keys[start:start + 10_000])
+            set_one_command(r, keys[start : start + 10_000])
         r.client_setname(REPLY_CLIENT)
         for shape, fn in (("pipeline", get_pipelined), ("one command", get_one_command)):
             best = 0
@@ -136,12 +143,29 @@ def variadic_table(runs: dict, n: int) -> str:
     for workload in VARIADIC:
         piped, single = runs[(workload, "pipeline", n)], runs[(workload, "one command", n)]
         one = {"GET": "MGET", "SET": "MSET", "SADD": "SADD key m1 m2 …", "HSET": "HSET key f1 v1 …"}[workload]
-        rows.append([workload, one, f"{piped.per_op_us:.2f} µs", f"{single.per_op_us:.2f} µs",
-                     f"{piped.median / single.median:.1f}x",
-                     f"{piped.params['server_us_per_key']:.2f} / {single.params['server_us_per_key']:.2f} µs",
-                     f"{piped.params['server_cpu_us_per_key']:.2f} / {single.params['server_cpu_us_per_key']:.2f} µs"])
-    return md_table(["Workload", "One command", "Pipeline, per key", "One command, per key", "Pipeline ÷ one command",
-                     "commandstats per key, pipeline / one", "Server CPU per key, pipeline / one"], rows)
+        rows.append(
+            [
+                workload,
+                one,
+                f"{piped.per_op_us:.2f} µs",
+                f"{single.per_op_us:.2f} µs",
+                f"{piped.median / single.median:.1f}x",
+                f"{piped.params['server_us_per_key']:.2f} / {single.params['server_us_per_key']:.2f} µs",
+                f"{piped.params['server_cpu_us_per_key']:.2f} / {single.params['server_cpu_us_per_key']:.2f} µs",
+            ]
+        )
+    return md_table(
+        [
+            "Workload",
+            "One command",
+            "Pipeline, per key",
+            "One command, per key",
+            "Pipeline ÷ one command",
+            "commandstats per key, pipeline / one",
+            "Server CPU per key, pipeline / one",
+        ],
+        rows,
+    )
 
 
 @plots.draws("ch07/variadic")
@@ -161,8 +185,10 @@ def variadic_plot(doc: dict) -> Figure:
     return fig
 
 
-VARIADIC_ALT = ("Line chart: for GET, SET, SADD and HSET, the time of a pipeline of single commands divided by the "
-                "time of one variadic command, against the number of keys; above 1 the single command is faster")
+VARIADIC_ALT = (
+    "Line chart: for GET, SET, SADD and HSET, the time of a pipeline of single commands divided by the "
+    "time of one variadic command, against the number of keys; above 1 the single command is faster"
+)
 
 
 def variadic_summary(runs: dict, reply: dict[str, int], reply_keys: int) -> dict:
@@ -173,15 +199,20 @@ def variadic_summary(runs: dict, reply: dict[str, int], reply_keys: int) -> dict
         piped, single = runs[(workload, "pipeline", n)], runs[(workload, "one command", n)]
         tag = workload.lower()
         out[f"{tag}_ratio"] = quantity(piped.median / single.median, "x")
-        out[f"{tag}_server_ratio"] = quantity(piped.params["server_us_per_key"] / single.params["server_us_per_key"], "x")
-        out[f"{tag}_cpu_ratio"] = quantity(piped.params["server_cpu_us_per_key"] / single.params["server_cpu_us_per_key"], "x")
+        out[f"{tag}_server_ratio"] = quantity(
+            piped.params["server_us_per_key"] / single.params["server_us_per_key"], "x"
+        )
+        out[f"{tag}_cpu_ratio"] = quantity(
+            piped.params["server_cpu_us_per_key"] / single.params["server_cpu_us_per_key"], "x"
+        )
         for shape, m in (("pipeline", piped), ("single", single)):
             for stat, param in (("cpu", "server_cpu_us_per_key"), ("stat", "server_us_per_key")):
                 out[f"{tag}_{shape}_{stat}_us"] = quantity(m.params[param], "us", f"{m.params[param]:.2f} µs")
         out[f"{tag}_pipeline_us"] = quantity(piped.per_op_us, "us")
         out[f"{tag}_single_us"] = quantity(single.per_op_us, "us")
-        out[f"{tag}_ratio_10"] = quantity(runs[(workload, "pipeline", sizes[0])].median
-                                          / runs[(workload, "one command", sizes[0])].median, "x")
+        out[f"{tag}_ratio_10"] = quantity(
+            runs[(workload, "pipeline", sizes[0])].median / runs[(workload, "one command", sizes[0])].median, "x"
+        )
     out["reply_pipeline"] = quantity(reply["pipeline"], "bytes")
     out["reply_mget"] = quantity(reply["one command"], "bytes")
     out["reply_keys"] = quantity(reply_keys, "count")

@@ -1,19 +1,20 @@
 """Section 5: WATCH under contention, in redis-py and (ch07-watch) Jedis."""
+
 from __future__ import annotations
 
 import statistics
 import threading
 import time
+
 import redis
 import redis.asyncio
 from redis.exceptions import WatchError
 
-from ...params import Size
 from ...measure import Measurement
+from ...params import Size
 from ...results import md_table, quantity
 from ...server import Endpoint
 from .common import PREFIX
-
 
 WRITERS = [1, 2, 4, 8]
 INCREMENTS = Size(full=100, quick=50)  # per writer
@@ -59,11 +60,16 @@ def stale_retry_increment(r: redis.Redis, key: str, tries: list[int]) -> None:
     with r.pipeline() as pipe:
         pipe.set(key, value + 1)
         pipe.execute()
+
+
 # --8<-- [end:watch]
 
 
-INCREMENTERS = {"WATCH, transaction()": watched_increment, "no WATCH": blind_increment,
-                "WATCH, aborted EXEC sent again": stale_retry_increment}
+INCREMENTERS = {
+    "WATCH, transaction()": watched_increment,
+    "no WATCH": blind_increment,
+    "WATCH, aborted EXEC sent again": stale_retry_increment,
+}
 
 
 def contend(endpoint: Endpoint, increment, writers: int, increments: int) -> dict:
@@ -94,8 +100,14 @@ def contend(endpoint: Endpoint, increment, writers: int, increments: int) -> dic
         final = int(admin.get(key) or 0)
         admin.delete(key)
     done = writers * increments
-    return {"writers": writers, "increments": done, "final": final, "lost": done - final,
-            "tries": sum(t[0] for t in tries), "seconds": elapsed}
+    return {
+        "writers": writers,
+        "increments": done,
+        "final": final,
+        "lost": done - final,
+        "tries": sum(t[0] for t in tries),
+        "seconds": elapsed,
+    }
 
 
 def measure_watch(endpoint: Endpoint, writers: list[int], increments: int, repeat: int) -> dict:
@@ -104,9 +116,13 @@ def measure_watch(endpoint: Endpoint, writers: list[int], increments: int, repea
     for mode, increment in INCREMENTERS.items():
         for w in writers:
             rows = [contend(endpoint, increment, w, increments) for _ in range(repeat + 1)]
-            out[(mode, w)] = Measurement(f"{mode}, {w} writer{'s' if w > 1 else ''}", w * increments,
-                                         [row["seconds"] for row in rows[1:]],
-                                         {"mode": mode, "writers": w, "rows": rows[1:]}, [rows[0]["seconds"]])
+            out[(mode, w)] = Measurement(
+                f"{mode}, {w} writer{'s' if w > 1 else ''}",
+                w * increments,
+                [row["seconds"] for row in rows[1:]],
+                {"mode": mode, "writers": w, "rows": rows[1:]},
+                [rows[0]["seconds"]],
+            )
     return out
 
 
@@ -119,8 +135,10 @@ def lost(m: Measurement) -> int:
 
 
 def watch_table(runs: dict) -> str:
-    rows = [[mode, w, f"{m.ops_per_s:,.0f}", f"{retries_per_increment(m):.2f}", f"{lost(m):,} of {m.ops:,}"]
-            for (mode, w), m in runs.items()]
+    rows = [
+        [mode, w, f"{m.ops_per_s:,.0f}", f"{retries_per_increment(m):.2f}", f"{lost(m):,} of {m.ops:,}"]
+        for (mode, w), m in runs.items()
+    ]
     return md_table(["redis-py", "Writers", "Increments/s", "Extra tries per increment", "Increments lost"], rows)
 
 
@@ -140,20 +158,33 @@ def measure_watch_java(lab, increments: int, repeat: int):
 
 def watch_java_table(run) -> str:
     f, ms = run.facts, run.measurements()
-    rows = [[w, f"{ms[f'watch_w{w}'].ops_per_s:,.0f}", f"{f[f'jedis_w{w}_aborts_per_increment']:.2f}",
-             f"{f[f'blind_w{w}_lost']:,} of {ms[f'watch_w{w}'].ops:,}"] for w in WRITERS]
-    return md_table(["Writers (Jedis)", "WATCH loop, increments/s", "Aborted EXECs per increment",
-                     "no WATCH: increments lost"], rows)
+    rows = [
+        [
+            w,
+            f"{ms[f'watch_w{w}'].ops_per_s:,.0f}",
+            f"{f[f'jedis_w{w}_aborts_per_increment']:.2f}",
+            f"{f[f'blind_w{w}_lost']:,} of {ms[f'watch_w{w}'].ops:,}",
+        ]
+        for w in WRITERS
+    ]
+    return md_table(
+        ["Writers (Jedis)", "WATCH loop, increments/s", "Aborted EXECs per increment", "no WATCH: increments lost"],
+        rows,
+    )
 
 
 def watch_java_summary(run) -> dict:
     f, ms = run.facts, run.measurements()
-    out = {"exec_on_abort": quantity(0, "count", str(f["jedis_exec_on_abort"])),
-           "reads_per_attempt": quantity(f[f"jedis_w{WRITERS[-1]}_reads_per_attempt"], "num",
-                                         f"{f[f'jedis_w{WRITERS[-1]}_reads_per_attempt']:.1f}")}
+    out = {
+        "exec_on_abort": quantity(0, "count", str(f["jedis_exec_on_abort"])),
+        "reads_per_attempt": quantity(
+            f[f"jedis_w{WRITERS[-1]}_reads_per_attempt"], "num", f"{f[f'jedis_w{WRITERS[-1]}_reads_per_attempt']:.1f}"
+        ),
+    }
     for w in WRITERS:
         out[f"w{w}_ops"] = quantity(ms[f"watch_w{w}"].ops_per_s, "ops/s")
-        out[f"w{w}_aborts"] = quantity(f[f"jedis_w{w}_aborts_per_increment"], "num",
-                                       f"{f[f'jedis_w{w}_aborts_per_increment']:.2f}")
+        out[f"w{w}_aborts"] = quantity(
+            f[f"jedis_w{w}_aborts_per_increment"], "num", f"{f[f'jedis_w{w}_aborts_per_increment']:.2f}"
+        )
         out[f"w{w}_lost"] = quantity(f[f"blind_w{w}_lost"], "count")
     return out

@@ -1,8 +1,10 @@
 """What every exercise check shares: the exercises' table, NotSolved, keys under pipelab:exNN:, timing and the verdict."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Callable
+
 import redis
 
 from ... import observe
@@ -11,7 +13,6 @@ from ...errors import LabError
 from ...lab import Lab
 from ...measure import Measurement, measure
 from ...server import PREFIX, delete_lab_keys
-
 
 # exercise: (the function the reader writes, its chapter, the section that explains it)
 EXERCISES = {
@@ -54,8 +55,9 @@ def _call(ex: int, fn: Callable, *args):
     try:
         return fn(*args)
     except NotImplementedError:
-        raise NotSolved(f"Exercise {ex} is not solved yet: fill in {EXERCISES[ex][0]} (see the TODO); "
-                        f"{_where(ex)} explains it.") from None
+        raise NotSolved(
+            f"Exercise {ex} is not solved yet: fill in {EXERCISES[ex][0]} (see the TODO); {_where(ex)} explains it."
+        ) from None
 
 
 @contextmanager
@@ -75,8 +77,11 @@ def _at_server(lab: Lab, *timed: str):
     counters = observe.Counters(lab.endpoint)
     seen: dict = {}
     try:
-        with (observe.wire(lab.endpoint) as calls, ch04.server_time(lab.endpoint, *timed) as usec,
-              counters.measure() as delta):
+        with (
+            observe.wire(lab.endpoint) as calls,
+            ch04.server_time(lab.endpoint, *timed) as usec,
+            counters.measure() as delta,
+        ):
             yield seen
         seen.update(calls=calls, usec=usec, reads=int(delta.values["total_reads_processed"]))
     finally:
@@ -86,7 +91,7 @@ def _at_server(lab: Lab, *timed: str):
 def _values(client: redis.Redis, keys: list[str], chunk: int = 1000) -> list:
     pipe = client.pipeline(transaction=False)
     for start in range(0, len(keys), chunk):
-        pipe.mget(keys[start:start + chunk])
+        pipe.mget(keys[start : start + chunk])
     return [value for values in pipe.execute() for value in values]
 
 

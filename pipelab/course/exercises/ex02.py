@@ -1,15 +1,16 @@
 """Exercise 2, chunk a big job: set_in_chunks at every depth, each chunk one round trip."""
+
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
+
 import redis
 
 from ...chapters.ch01 import delete_keys
 from ...lab import Lab
 from ...measure import Measurement, measure
 from .common import MIN_SPEEDUP, REPEAT, _call, _fail, _own_keys, _prefix, _solved, _values
-
 
 DEPTHS = (1, 10, 100, 1000)
 
@@ -41,17 +42,29 @@ class _ExecuteCounter:
 def _check_chunks(n: int, depth: int, returned, sizes: list[int]) -> None:
     want = math.ceil(n / depth)
     if sum(sizes) != n:
-        raise _fail(2, f"at depth {depth} the pipelines sent {sum(sizes):,} commands for {n:,} keys; send one SET "
-                       "per key, all through client.pipeline(...)")
+        raise _fail(
+            2,
+            f"at depth {depth} the pipelines sent {sum(sizes):,} commands for {n:,} keys; send one SET "
+            "per key, all through client.pipeline(...)",
+        )
     if max(sizes) > depth:
-        raise _fail(2, f"at depth {depth} one execute() sent {max(sizes):,} commands; call execute() once a chunk "
-                       f"holds depth commands ({depth:,} here), then queue the next chunk")
+        raise _fail(
+            2,
+            f"at depth {depth} one execute() sent {max(sizes):,} commands; call execute() once a chunk "
+            f"holds depth commands ({depth:,} here), then queue the next chunk",
+        )
     if len(sizes) != want:
-        raise _fail(2, f"at depth {depth} set_in_chunks ran {len(sizes):,} pipelines where {want:,} suffice; "
-                       "fill each chunk up to depth before executing it")
+        raise _fail(
+            2,
+            f"at depth {depth} set_in_chunks ran {len(sizes):,} pipelines where {want:,} suffice; "
+            "fill each chunk up to depth before executing it",
+        )
     if returned != want:
-        raise _fail(2, f"at depth {depth} set_in_chunks returned {returned!r} but executed {want:,} pipelines; "
-                       "return how many times execute() ran")
+        raise _fail(
+            2,
+            f"at depth {depth} set_in_chunks returned {returned!r} but executed {want:,} pipelines; "
+            "return how many times execute() ran",
+        )
 
 
 def check_ex02(lab: Lab, set_in_chunks: Callable) -> dict:
@@ -68,23 +81,38 @@ def check_ex02(lab: Lab, set_in_chunks: Callable) -> dict:
             _check_chunks(n, depth, returned, counter.sizes)
             stored = _values(client, keys)
             if any(v != value.encode() for v in stored):
-                raise _fail(2, f"at depth {depth}, {sum(v != value.encode() for v in stored):,} of {n:,} keys do "
-                               "not hold the value; SET every key to `value`")
-        print(f"{n:,} SETs at depths {', '.join(map(str, DEPTHS))}: every key holds the value, every execute() "
-              "sent at most depth commands, and the count returned is right")
+                raise _fail(
+                    2,
+                    f"at depth {depth}, {sum(v != value.encode() for v in stored):,} of {n:,} keys do "
+                    "not hold the value; SET every key to `value`",
+                )
+        print(
+            f"{n:,} SETs at depths {', '.join(map(str, DEPTHS))}: every key holds the value, every execute() "
+            "sent at most depth commands, and the count returned is right"
+        )
         print(f"warm-up + {REPEAT} timed runs per depth, keys cleared before every run:")
         for depth in DEPTHS:
-            runs[depth] = measure(f"depth {depth}", lambda depth=depth: set_in_chunks(handed, keys, value, depth),
-                                  ops=n, repeat=REPEAT, warmup=1, setup=lambda: delete_keys(client, keys))
+            runs[depth] = measure(
+                f"depth {depth}",
+                lambda depth=depth: set_in_chunks(handed, keys, value, depth),
+                ops=n,
+                repeat=REPEAT,
+                warmup=1,
+                setup=lambda: delete_keys(client, keys),
+            )
     base = runs[1].ops_per_s
     gains = {depth: m.ops_per_s / base for depth, m in runs.items()}
     for depth, m in runs.items():
-        print(f"  depth {depth:>5,}: {m.ops_per_s:>9,.0f} SETs/s, {gains[depth]:4.1f}x depth 1 "
-              f"({math.ceil(n / depth):,} pipelines, {m.spread()})")
+        print(
+            f"  depth {depth:>5,}: {m.ops_per_s:>9,.0f} SETs/s, {gains[depth]:4.1f}x depth 1 "
+            f"({math.ceil(n / depth):,} pipelines, {m.spread()})"
+        )
     if gains[100] < MIN_SPEEDUP:
-        raise _fail(2, f"depth 100 ran only {gains[100]:.1f}x the SETs per second of depth 1 ({MIN_SPEEDUP:.0f}x "
-                       "needed); look for work per key outside the pipeline, such as a round trip or a new "
-                       "connection per command")
+        raise _fail(
+            2,
+            f"depth 100 ran only {gains[100]:.1f}x the SETs per second of depth 1 ({MIN_SPEEDUP:.0f}x "
+            "needed); look for work per key outside the pipeline, such as a round trip or a new "
+            "connection per command",
+        )
     _solved(2, f"depth 100 ran {gains[100]:.1f}x the SETs per second of depth 1")
-    return {"n": n, "ops_per_s": {d: m.ops_per_s for d, m in runs.items()}, "gain": gains,
-            "gain_at_100": gains[100]}
+    return {"n": n, "ops_per_s": {d: m.ops_per_s for d, m in runs.items()}, "gain": gains, "gain_at_100": gains[100]}

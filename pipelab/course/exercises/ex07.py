@@ -1,11 +1,13 @@
 """Exercise 7, move money without losing it: transfer with WATCH under concurrent writers."""
+
 from __future__ import annotations
 
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+
 import redis
 from redis.exceptions import WatchError
 
@@ -13,15 +15,34 @@ from ... import observe
 from ...lab import Lab
 from .common import _call, _fail, _own_keys, _prefix, _solved
 
-
 EX07_ACCOUNTS = 10
 EX07_BALANCE = 1_000
 EX07_WRITERS = 4
 EX07_AMOUNTS = (1, 10)
 EX07_DEPOSIT = 1  # what the check pays into a source between the reader's read and write
 EX07_DEPOSIT_EVERY = 4  # every 4th transfer of each writer gets a deposit
-EX07_WRITES = frozenset({"SET", "MSET", "SETEX", "PSETEX", "SETNX", "MSETNX", "GETSET", "SETRANGE", "APPEND",
-                         "INCR", "DECR", "INCRBY", "DECRBY", "INCRBYFLOAT", "DEL", "UNLINK", "GETDEL", "GETEX"})
+EX07_WRITES = frozenset(
+    {
+        "SET",
+        "MSET",
+        "SETEX",
+        "PSETEX",
+        "SETNX",
+        "MSETNX",
+        "GETSET",
+        "SETRANGE",
+        "APPEND",
+        "INCR",
+        "DECR",
+        "INCRBY",
+        "DECRBY",
+        "INCRBYFLOAT",
+        "DEL",
+        "UNLINK",
+        "GETDEL",
+        "GETEX",
+    }
+)
 
 
 def _text(arg) -> str:
@@ -44,7 +65,7 @@ class _Transfer:
     def blind_retry(self) -> bool:
         """An EXEC that ran with no WATCH at all after one that was aborted: the aborted writes sent again."""
         aborted = [i for i, (ran, _) in enumerate(self.execs) if not ran]
-        return bool(aborted) and any(ran and not keys for ran, keys in self.execs[aborted[0] + 1:])
+        return bool(aborted) and any(ran and not keys for ran, keys in self.execs[aborted[0] + 1 :])
 
     def unguarded(self) -> frozenset | None:
         """The keys watched for an EXEC that ran without a WATCH on both accounts, if one did."""
@@ -146,27 +167,46 @@ def _balances(client: redis.Redis, keys: list[str]) -> list[int]:
 def _check_refusals(client: redis.Redis, handed: redis.Redis, spy: _TransferSpy, transfer: Callable) -> None:
     """One writer first: a transfer the source cannot pay is refused and writes nothing; all it holds can go."""
     src, dst = f"{_prefix(7)}acct:0", f"{_prefix(7)}acct:1"
-    for amount, want, after in ((EX07_BALANCE + 1, False, [EX07_BALANCE, EX07_BALANCE]),
-                                (EX07_BALANCE, True, [0, 2 * EX07_BALANCE])):
+    for amount, want, after in (
+        (EX07_BALANCE + 1, False, [EX07_BALANCE, EX07_BALANCE]),
+        (EX07_BALANCE, True, [0, 2 * EX07_BALANCE]),
+    ):
         spy.begin(src, dst, amount, deposit=False)
         got = _call(7, transfer, handed, src, dst, amount)
         if not isinstance(got, bool):
-            raise _fail(7, f"transfer returned {got!r}, not True or False; return True when the money moved and "
-                           "False when the transfer was refused")
+            raise _fail(
+                7,
+                f"transfer returned {got!r}, not True or False; return True when the money moved and "
+                "False when the transfer was refused",
+            )
         held = _balances(client, [src, dst])
         if got and not want:
-            raise _fail(7, f"transfer of {amount:,} from an account holding {EX07_BALANCE:,} returned True and left "
-                           f"{held[0]:,} in it; return False, writing nothing, when the source would go negative")
+            raise _fail(
+                7,
+                f"transfer of {amount:,} from an account holding {EX07_BALANCE:,} returned True and left "
+                f"{held[0]:,} in it; return False, writing nothing, when the source would go negative",
+            )
         if want and not got:
-            raise _fail(7, f"transfer refused to move {amount:,} out of an account holding exactly {EX07_BALANCE:,}; "
-                           "refuse only when the source would go negative")
+            raise _fail(
+                7,
+                f"transfer refused to move {amount:,} out of an account holding exactly {EX07_BALANCE:,}; "
+                "refuse only when the source would go negative",
+            )
         if held != after:
-            raise _fail(7, f"after transfer({src!r}, {dst!r}, {amount:,}) returned {got} the accounts hold "
-                           f"{held[0]:,} and {held[1]:,} where {after[0]:,} and {after[1]:,} were expected; "
-                           + ("a refusal writes nothing" if not got else "write the source's balance less the "
-                              "amount and the destination's plus it"))
-    print(f"  one writer: {EX07_BALANCE + 1:,} from {EX07_BALANCE:,} refused with nothing written; "
-          f"{EX07_BALANCE:,} from {EX07_BALANCE:,} moved (0 and {2 * EX07_BALANCE:,})")
+            raise _fail(
+                7,
+                f"after transfer({src!r}, {dst!r}, {amount:,}) returned {got} the accounts hold "
+                f"{held[0]:,} and {held[1]:,} where {after[0]:,} and {after[1]:,} were expected; "
+                + (
+                    "a refusal writes nothing"
+                    if not got
+                    else "write the source's balance less the amount and the destination's plus it"
+                ),
+            )
+    print(
+        f"  one writer: {EX07_BALANCE + 1:,} from {EX07_BALANCE:,} refused with nothing written; "
+        f"{EX07_BALANCE:,} from {EX07_BALANCE:,} moved (0 and {2 * EX07_BALANCE:,})"
+    )
 
 
 def _run_writers(lab: Lab, transfer: Callable, keys: list[str], plans) -> tuple[list[_Transfer], float]:
@@ -184,7 +224,7 @@ def _run_writers(lab: Lab, transfer: Callable, keys: list[str], plans) -> tuple[
                 call = spy.begin(keys[src], keys[dst], amount, deposit=i % EX07_DEPOSIT_EVERY == 1)
                 call.result = transfer(handed, keys[src], keys[dst], amount)
                 calls.append(call)
-        except BaseException as err:  # reported by the check, from its own thread
+        except BaseException as err:  # noqa: BLE001 (reported by the check, from its own thread)
             errors.append(err)
 
     threads = [threading.Thread(target=writer, args=(*pair, plan), daemon=True) for pair, plan in zip(clients, plans)]
@@ -200,17 +240,22 @@ def _run_writers(lab: Lab, transfer: Callable, keys: list[str], plans) -> tuple[
             c.close()
     if errors:
         err = errors[0]
-        hint = ("an aborted EXEC is redis-py's WatchError: catch it, then read again and retry"
-                if isinstance(err, WatchError) else "fix that first")
+        hint = (
+            "an aborted EXEC is redis-py's WatchError: catch it, then read again and retry"
+            if isinstance(err, WatchError)
+            else "fix that first"
+        )
         raise _fail(7, f"transfer raised {type(err).__name__} ({err}) while {len(plans)} writers ran; {hint}")
     return calls, seconds
 
 
 def _money(held: list[int], put_in: int, deposits: int) -> str:
     negative = sum(b < 0 for b in held)
-    return (f"the accounts hold {sum(held):,} in all where {put_in:,} went in ({EX07_ACCOUNTS * EX07_BALANCE:,} and "
-            f"the check's {deposits:,} deposit{'s' if deposits != 1 else ''})"
-            + (f", and {negative} account{'s are' if negative != 1 else ' is'} negative" if negative else ""))
+    return (
+        f"the accounts hold {sum(held):,} in all where {put_in:,} went in ({EX07_ACCOUNTS * EX07_BALANCE:,} and "
+        f"the check's {deposits:,} deposit{'s' if deposits != 1 else ''})"
+        + (f", and {negative} account{'s are' if negative != 1 else ' is'} negative" if negative else "")
+    )
 
 
 def _diagnose(calls: list[_Transfer], held: list[int], keys: list[str], server: dict) -> None:
@@ -232,55 +277,91 @@ def _diagnose(calls: list[_Transfer], held: list[int], keys: list[str], server: 
 
     odd = next((c for c in calls if not isinstance(c.result, bool)), None)
     if odd is not None:
-        raise _fail(7, f"transfer returned {odd.result!r}, not True or False; return True when the money moved and "
-                       "False when the transfer was refused")
+        raise _fail(
+            7,
+            f"transfer returned {odd.result!r}, not True or False; return True when the money moved and "
+            "False when the transfer was refused",
+        )
     if not any(c.watches for c in calls) and not server.get("watch"):
         if right:
-            raise _fail(7, "transfer moved the money right with no WATCH (on the server, in one command or script, "
-                           "as the section recommends where it can); this exercise asks for the WATCH loop: WATCH "
-                           "both accounts, read them, MULTI/EXEC, and retry when EXEC is aborted")
+            raise _fail(
+                7,
+                "transfer moved the money right with no WATCH (on the server, in one command or script, "
+                "as the section recommends where it can); this exercise asks for the WATCH loop: WATCH "
+                "both accounts, read them, MULTI/EXEC, and retry when EXEC is aborted",
+            )
         if any(c.execs for c in calls) or server.get("exec"):
-            raise _fail(7, f"transfer sent MULTI/EXEC but no WATCH, so no EXEC could abort: {writers} {money}; "
-                           "MULTI only queues the writes, WATCH both accounts before reading them")
-        raise _fail(7, f"transfer sent no WATCH: {writers} {money}; WATCH both accounts, read them, write in "
-                       "MULTI/EXEC, and retry when EXEC is aborted")
+            raise _fail(
+                7,
+                f"transfer sent MULTI/EXEC but no WATCH, so no EXEC could abort: {writers} {money}; "
+                "MULTI only queues the writes, WATCH both accounts before reading them",
+            )
+        raise _fail(
+            7,
+            f"transfer sent no WATCH: {writers} {money}; WATCH both accounts, read them, write in "
+            "MULTI/EXEC, and retry when EXEC is aborted",
+        )
     blind = [c for c in calls if c.blind_retry()]
     if blind:
-        raise _fail(7, f"after an aborted EXEC transfer sent MULTI/EXEC again without a new WATCH and read "
-                       f"({len(blind):,} times), writing balances computed before the abort: {money}; a retry starts "
-                       "over from WATCH and the read")
+        raise _fail(
+            7,
+            f"after an aborted EXEC transfer sent MULTI/EXEC again without a new WATCH and read "
+            f"({len(blind):,} times), writing balances computed before the abort: {money}; a retry starts "
+            "over from WATCH and the read",
+        )
     unguarded = [c for c in calls if c.unguarded() is not None]
     if unguarded:
         c = unguarded[0]
         seen = ", ".join(sorted(c.unguarded())) or "nothing"
-        raise _fail(7, f"{len(unguarded):,} of {n:,} transfers ran EXEC without a WATCH on both accounts (from "
-                       f"{c.src} to {c.dst} watched {seen}): {money}; a write to an unwatched account between the "
-                       "read and EXEC is overwritten, so WATCH the source and the destination")
+        raise _fail(
+            7,
+            f"{len(unguarded):,} of {n:,} transfers ran EXEC without a WATCH on both accounts (from "
+            f"{c.src} to {c.dst} watched {seen}): {money}; a write to an unwatched account between the "
+            "read and EXEC is overwritten, so WATCH the source and the destination",
+        )
     ignored = [c for c in calls if c.result is True and c.execs and not c.execs[-1][0]]
     if ignored:
-        raise _fail(7, f"{len(ignored):,} of {n:,} transfers returned True although their last EXEC was aborted, "
-                       "so their money never moved; when EXEC is aborted (redis-py raises WatchError) read both "
-                       "balances again and retry")
+        raise _fail(
+            7,
+            f"{len(ignored):,} of {n:,} transfers returned True although their last EXEC was aborted, "
+            "so their money never moved; when EXEC is aborted (redis-py raises WatchError) read both "
+            "balances again and retry",
+        )
     refused = [c for c in calls if c.result is False]
     if refused:
         after_abort = sum(any(not ran for ran, _ in c.execs) for c in refused)
-        why = (f"{after_abort:,} of them right after an aborted EXEC; an aborted EXEC is not a refusal: read both "
-               "balances again and retry" if after_abort else "refuse only when the source's balance is below the "
-               "amount")
-        raise _fail(7, f"transfer returned False for {len(refused):,} of {n:,} transfers that the source could pay "
-                       f"(the check plans each account's outflow within its balance), {why}")
+        why = (
+            f"{after_abort:,} of them right after an aborted EXEC; an aborted EXEC is not a refusal: read both "
+            "balances again and retry"
+            if after_abort
+            else "refuse only when the source's balance is below the amount"
+        )
+        raise _fail(
+            7,
+            f"transfer returned False for {len(refused):,} of {n:,} transfers that the source could pay "
+            f"(the check plans each account's outflow within its balance), {why}",
+        )
     if server.get("watch", 0) < n:
-        raise _fail(7, f"the server counted {server.get('watch', 0):,} WATCH calls for {n:,} transfers; each "
-                       "transfer WATCHes its two accounts before reading them")
+        raise _fail(
+            7,
+            f"the server counted {server.get('watch', 0):,} WATCH calls for {n:,} transfers; each "
+            "transfer WATCHes its two accounts before reading them",
+        )
     done = sum(c.result is True for c in calls)
     if server.get("exec", 0) < done:
-        raise _fail(7, f"the server counted {server.get('exec', 0):,} EXEC calls for {done:,} transfers that "
-                       "returned True; write each transfer's two balances in MULTI/EXEC")
+        raise _fail(
+            7,
+            f"the server counted {server.get('exec', 0):,} EXEC calls for {done:,} transfers that "
+            "returned True; write each transfer's two balances in MULTI/EXEC",
+        )
     if not right:
         wrong = next(i for i, (h, e) in enumerate(zip(held, expected)) if h != e)
-        raise _fail(7, f"{money}, and the transfers that returned True do not explain the balances ({keys[wrong]} "
-                       f"holds {held[wrong]:,} where {expected[wrong]:,} was expected); every retry reads both "
-                       "balances again after its WATCH, and True means that the EXEC ran")
+        raise _fail(
+            7,
+            f"{money}, and the transfers that returned True do not explain the balances ({keys[wrong]} "
+            f"holds {held[wrong]:,} where {expected[wrong]:,} was expected); every retry reads both "
+            "balances again after its WATCH, and True means that the EXEC ran",
+        )
 
 
 def check_ex07(lab: Lab, transfer: Callable) -> dict:
@@ -288,9 +369,11 @@ def check_ex07(lab: Lab, transfer: Callable) -> dict:
     keys = [f"{_prefix(7)}acct:{i}" for i in range(EX07_ACCOUNTS)]
     plans = _plan_transfers(EX07_WRITERS, each)
     n = EX07_WRITERS * each
-    print(f"{EX07_WRITERS} writers x {each:,} transfers of {EX07_AMOUNTS[0]} to {EX07_AMOUNTS[1]} between "
-          f"{EX07_ACCOUNTS} accounts of {EX07_BALANCE:,} under {_prefix(7)}; before the first write of every "
-          f"{EX07_DEPOSIT_EVERY}th transfer the check pays {EX07_DEPOSIT} into its source from another connection")
+    print(
+        f"{EX07_WRITERS} writers x {each:,} transfers of {EX07_AMOUNTS[0]} to {EX07_AMOUNTS[1]} between "
+        f"{EX07_ACCOUNTS} accounts of {EX07_BALANCE:,} under {_prefix(7)}; before the first write of every "
+        f"{EX07_DEPOSIT_EVERY}th transfer the check pays {EX07_DEPOSIT} into its source from another connection"
+    )
     with _own_keys(lab, 7) as client, lab.client() as handed, lab.client() as depositor:
         client.mset({key: EX07_BALANCE for key in keys})
         _check_refusals(client, handed, _TransferSpy(handed, depositor), transfer)
@@ -303,14 +386,30 @@ def check_ex07(lab: Lab, transfer: Callable) -> dict:
     aborted = sum(not ran for c in calls for ran, _ in c.execs)
     forced = sum(c.forced_abort() for c in calls)
     deposits = sum(c.deposit_at is not None for c in calls)
-    print(f"  {n:,} transfers in {seconds:.2f} s ({n / seconds:,.0f}/s), all True; {sum(held):,} in the accounts, "
-          f"as went in ({EX07_ACCOUNTS * EX07_BALANCE:,} and {deposits:,} deposits); lowest balance {min(held):,}; "
-          "every balance is what the transfers and deposits make it")
-    print(f"  EXECs: {execs:,}, of which {aborted:,} aborted ({forced:,} by the check's deposits, "
-          f"{aborted - forced:,} by the other writers), each followed by a new WATCH and read")
-    print(f"  the server counted {server.get('watch', 0):,} WATCH, {server.get('multi', 0):,} MULTI, "
-          f"{server.get('exec', 0):,} EXEC")
+    print(
+        f"  {n:,} transfers in {seconds:.2f} s ({n / seconds:,.0f}/s), all True; {sum(held):,} in the accounts, "
+        f"as went in ({EX07_ACCOUNTS * EX07_BALANCE:,} and {deposits:,} deposits); lowest balance {min(held):,}; "
+        "every balance is what the transfers and deposits make it"
+    )
+    print(
+        f"  EXECs: {execs:,}, of which {aborted:,} aborted ({forced:,} by the check's deposits, "
+        f"{aborted - forced:,} by the other writers), each followed by a new WATCH and read"
+    )
+    print(
+        f"  the server counted {server.get('watch', 0):,} WATCH, {server.get('multi', 0):,} MULTI, "
+        f"{server.get('exec', 0):,} EXEC"
+    )
     _solved(7, f"{n:,} transfers by {EX07_WRITERS} writers, {aborted:,} aborted EXECs retried, not one unit lost")
-    return {"transfers": n, "seconds": seconds, "transfers_per_s": n / seconds, "execs": execs, "aborted": aborted,
-            "forced_aborts": forced, "deposits": deposits, "total": sum(held), "lowest": min(held),
-            "server_watch": server.get("watch", 0), "server_exec": server.get("exec", 0)}
+    return {
+        "transfers": n,
+        "seconds": seconds,
+        "transfers_per_s": n / seconds,
+        "execs": execs,
+        "aborted": aborted,
+        "forced_aborts": forced,
+        "deposits": deposits,
+        "total": sum(held),
+        "lowest": min(held),
+        "server_watch": server.get("watch", 0),
+        "server_exec": server.get("exec", 0),
+    }
