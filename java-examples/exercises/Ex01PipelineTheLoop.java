@@ -3,7 +3,7 @@
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ExerciseCheck.java
+//SOURCES Ex01Check.java
 
 // Exercise 1, "Pipeline the loop" (chapter 1, 'One request, one reply, one wait').
 // A loop of jedis.incr(key) waits one round trip per key. Write incrAll so that it sends
@@ -26,7 +26,7 @@ import redis.clients.jedis.Jedis;
 public class Ex01PipelineTheLoop {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex01(args, Ex01PipelineTheLoop::incrAll);
+        Ex01Check.ex01(args, Ex01PipelineTheLoop::incrAll);
     }
 
     /** INCR every key in one pipeline; the replies (each key's new value), in key order. */

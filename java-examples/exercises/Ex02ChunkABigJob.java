@@ -3,7 +3,7 @@
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ExerciseCheck.java
+//SOURCES Ex02Check.java
 
 // Exercise 2, "Chunk a big job" (chapter 2, 'Throughput against depth').
 // One pipeline of a million commands holds a million replies in memory; one command per
@@ -27,7 +27,7 @@ import redis.clients.jedis.Jedis;
 public class Ex02ChunkABigJob {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex02(args, Ex02ChunkABigJob::setInChunks);
+        Ex02Check.ex02(args, Ex02ChunkABigJob::setInChunks);
     }
 
     /** SET every key to value, at most `depth` commands per pipeline; the number of pipelines synced. */

@@ -4,7 +4,7 @@
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ExerciseCheck.java
+//SOURCES Ex03Check.java
 
 // Exercise 3, "Flush once" (chapter 3, 'Lettuce: every connection is a pipeline already').
 // Lettuce writes and flushes each command as it is issued. The check has turned that off on
@@ -29,7 +29,7 @@ import io.lettuce.core.api.async.RedisAsyncCommands;
 public class Ex03FlushOnce {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex03(args, Ex03FlushOnce::queueAll);
+        Ex03Check.ex03(args, Ex03FlushOnce::queueAll);
     }
 
     /** Queue SADD key member for each member; the futures in member order, nothing flushed. */

@@ -3,7 +3,7 @@
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ExerciseCheck.java
+//SOURCES Ex04Check.java
 
 // Exercise 4, "Keep the latest 100, cheaply" (chapter 4, 'LREM against LTRIM: a pipeline does
 // not make a command cheaper'). A pipeline saves round trips, not the server's work per
@@ -27,7 +27,7 @@ import redis.clients.jedis.Jedis;
 public class Ex04KeepLatest {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex04(args, Ex04KeepLatest::pushKeepLatest);
+        Ex04Check.ex04(args, Ex04KeepLatest::pushKeepLatest);
     }
 
     /** LPUSH each item and keep the newest `keep` elements of the list, in one pipeline, without LREM. */

@@ -3,7 +3,7 @@
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ExerciseCheck.java
+//SOURCES Ex05Check.java
 
 // Exercise 5, "One slot per user" (chapter 5, 'CROSSSLOT, and what hash tags cost').
 // Redis Cluster runs a multi-key command (MSET, MULTI/EXEC) only on keys of one slot, and a
@@ -24,7 +24,7 @@
 public class Ex05OneSlotPerUser {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex05(args, Ex05OneSlotPerUser::userKey);
+        Ex05Check.ex05(args, Ex05OneSlotPerUser::userKey);
     }
 
     /** The key of one user's field: pipelab:ex05:..., all of a user's keys in one cluster slot. */

@@ -3,7 +3,7 @@
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ExerciseCheck.java
+//SOURCES Ex06Check.java
 
 // Exercise 6, "Stay under the reply budget" (chapter 6, 'Limits that cut a pipeline'). A
 // server queues a pipeline's replies until the client reads them, and a server with an
@@ -28,7 +28,7 @@ import redis.clients.jedis.Jedis;
 public class Ex06StayUnderTheBudget {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex06(args, Ex06StayUnderTheBudget::getAll);
+        Ex06Check.ex06(args, Ex06StayUnderTheBudget::getAll);
     }
 
     /** Every key's value, in order, by GETs in pipelines of at most `budget` bytes of values each. */

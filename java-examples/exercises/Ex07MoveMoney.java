@@ -3,7 +3,7 @@
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ExerciseCheck.java
+//SOURCES Ex07Check.java
 
 // Exercise 7, "Move money without losing it" (chapter 7, 'WATCH: optimistic transactions and
 // pipelines'). Accounts are keys holding whole numbers as strings. Write transfer so that it moves
@@ -28,7 +28,7 @@ import redis.clients.jedis.Jedis;
 public class Ex07MoveMoney {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex07(args, Ex07MoveMoney::transfer);
+        Ex07Check.ex07(args, Ex07MoveMoney::transfer);
     }
 
     /** Moves amount from src to dst and returns true, or returns false if src holds less than amount. */

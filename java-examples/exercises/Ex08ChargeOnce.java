@@ -4,7 +4,7 @@
 //DEPS io.lettuce:lettuce-core:7.7.0.RELEASE
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ExerciseCheck.java
+//SOURCES Ex08Check.java
 
 // Exercise 8, "Charge once" (chapter 8, 'Lettuce: a reconnect writes again what was in flight').
 // An order is charged to an account: a few amounts, each added to the balance with INCRBY, in one
@@ -38,7 +38,7 @@ import io.lettuce.core.api.async.RedisAsyncCommands;
 public class Ex08ChargeOnce {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex08(args, Ex08ChargeOnce::charge);
+        Ex08Check.ex08(args, Ex08ChargeOnce::charge);
     }
 
     /** Adds every amount to the balance at `account` in one pipeline, once per chargeId, and returns normally. */

@@ -3,7 +3,7 @@
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ../exercises/ExerciseCheck.java
+//SOURCES ../exercises/Ex01Check.java
 
 // Solution of exercise 1, "Pipeline the loop" (the task: java-examples/exercises/Ex01PipelineTheLoop.java).
 //
@@ -19,7 +19,7 @@ import redis.clients.jedis.Response;
 public class Ex01PipelineTheLoop {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex01(args, Ex01PipelineTheLoop::incrAll);
+        Ex01Check.ex01(args, Ex01PipelineTheLoop::incrAll);
     }
 
     static List<Long> incrAll(Jedis jedis, List<String> keys) {

@@ -3,7 +3,7 @@
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ../exercises/ExerciseCheck.java
+//SOURCES ../exercises/Ex02Check.java
 
 // Solution of exercise 2, "Chunk a big job" (the task: java-examples/exercises/Ex02ChunkABigJob.java).
 //
@@ -17,7 +17,7 @@ import redis.clients.jedis.Pipeline;
 public class Ex02ChunkABigJob {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex02(args, Ex02ChunkABigJob::setInChunks);
+        Ex02Check.ex02(args, Ex02ChunkABigJob::setInChunks);
     }
 
     static int setInChunks(Jedis jedis, List<String> keys, String value, int depth) {

@@ -4,7 +4,7 @@
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ../exercises/ExerciseCheck.java
+//SOURCES ../exercises/Ex03Check.java
 
 // Solution of exercise 3, "Flush once" (the task: java-examples/exercises/Ex03FlushOnce.java).
 //
@@ -19,7 +19,7 @@ import io.lettuce.core.api.async.RedisAsyncCommands;
 public class Ex03FlushOnce {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex03(args, Ex03FlushOnce::queueAll);
+        Ex03Check.ex03(args, Ex03FlushOnce::queueAll);
     }
 
     static List<RedisFuture<Long>> queueAll(RedisAsyncCommands<String, String> async, String key,

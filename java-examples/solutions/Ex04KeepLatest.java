@@ -3,7 +3,7 @@
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ../exercises/ExerciseCheck.java
+//SOURCES ../exercises/Ex04Check.java
 
 // Solution of exercise 4, "Keep the latest 100, cheaply" (the task: java-examples/exercises/Ex04KeepLatest.java).
 //
@@ -17,7 +17,7 @@ import redis.clients.jedis.Pipeline;
 public class Ex04KeepLatest {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex04(args, Ex04KeepLatest::pushKeepLatest);
+        Ex04Check.ex04(args, Ex04KeepLatest::pushKeepLatest);
     }
 
     static void pushKeepLatest(Jedis jedis, String key, List<String> items, int keep) {

@@ -3,7 +3,7 @@
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ../exercises/ExerciseCheck.java
+//SOURCES ../exercises/Ex05Check.java
 
 // Solution of exercise 5, "One slot per user" (the task: java-examples/exercises/Ex05OneSlotPerUser.java).
 //
@@ -12,7 +12,7 @@
 public class Ex05OneSlotPerUser {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex05(args, Ex05OneSlotPerUser::userKey);
+        Ex05Check.ex05(args, Ex05OneSlotPerUser::userKey);
     }
 
     static String userKey(String userId, String field) {

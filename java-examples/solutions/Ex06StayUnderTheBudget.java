@@ -3,7 +3,7 @@
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ../exercises/ExerciseCheck.java
+//SOURCES ../exercises/Ex06Check.java
 
 // Solution of exercise 6, "Stay under the reply budget" (the task: java-examples/exercises/Ex06StayUnderTheBudget.java).
 //
@@ -19,7 +19,7 @@ import redis.clients.jedis.Response;
 public class Ex06StayUnderTheBudget {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex06(args, Ex06StayUnderTheBudget::getAll);
+        Ex06Check.ex06(args, Ex06StayUnderTheBudget::getAll);
     }
 
     static List<String> getAll(Jedis jedis, List<String> keys, int budget) {

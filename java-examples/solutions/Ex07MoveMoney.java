@@ -3,7 +3,7 @@
 //DEPS redis.clients:jedis:8.0.2
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ../exercises/ExerciseCheck.java
+//SOURCES ../exercises/Ex07Check.java
 
 // Solution of exercise 7, "Move money without losing it" (the task: java-examples/exercises/Ex07MoveMoney.java).
 //
@@ -17,7 +17,7 @@ import redis.clients.jedis.Transaction;
 public class Ex07MoveMoney {
 
     public static void main(String[] args) {
-        ExerciseCheck.ex07(args, Ex07MoveMoney::transfer);
+        Ex07Check.ex07(args, Ex07MoveMoney::transfer);
     }
 
     static boolean transfer(Jedis jedis, String src, String dst, long amount) {

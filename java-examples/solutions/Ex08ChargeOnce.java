@@ -4,7 +4,7 @@
 //DEPS io.lettuce:lettuce-core:7.7.0.RELEASE
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
-//SOURCES ../exercises/ExerciseCheck.java
+//SOURCES ../exercises/Ex08Check.java
 
 // Solution of exercise 8, "Charge once" (the task: java-examples/exercises/Ex08ChargeOnce.java).
 //
@@ -30,7 +30,7 @@ public class Ex08ChargeOnce {
     private static final int ATTEMPTS = 5;
 
     public static void main(String[] args) {
-        ExerciseCheck.ex08(args, Ex08ChargeOnce::charge);
+        Ex08Check.ex08(args, Ex08ChargeOnce::charge);
     }
 
     static void charge(String host, int port, String account, String chargeId, List<Long> amounts) throws Exception {
