@@ -264,3 +264,11 @@ def test_the_reference_run_times_its_parts_for_the_readme(tmp_path, monkeypatch)
     assert again["summary"]["book_s"]["value"] == 800 and "book_s" in again["params"]["kept_from_the_last_run"]
     readme = reference.with_values("took {{ book/timings#book_s }} in all", tmp_path / "ref")
     assert readme == "took <span><!--{{ book/timings#book_s }}-->800 s</span> in all"
+
+
+def test_every_plot_a_chapter_declares_is_registered():
+    """Chapter packages too: a plot whose module is never imported would vanish from the site."""
+    declared = set()
+    for path in (paths.REPO / "pipelab" / "chapters").rglob("*.py"):
+        declared |= set(re.findall(r'@plots\.draws\("([\w/.-]+)"\)', path.read_text()))
+    assert len(declared) >= 17 and declared <= set(chapters.every_plot())

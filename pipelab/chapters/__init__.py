@@ -1,5 +1,6 @@
-"""The book's content, one module per chapter: its workloads, parameters, summaries, plots and
-claims (pipelab.chapters.ch01 ... ch08). Notebooks import their chapter's module."""
+"""The book's content, one module per chapter (a package, a module per section, for the longer ones):
+its workloads, parameters, summaries, plots and claims (pipelab.chapters.ch01 ... ch08). Notebooks
+import their chapter's module."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ def module(chapter: str) -> ModuleType | None:
 
 def every_plot() -> dict:
     """Every chapter's plots by results name ("ch01/ping-10k"): importing a module registers its own."""
-    for path in sorted(Path(__file__).parent.glob("ch[0-9][0-9].py")):
-        module(path.stem)
+    here = Path(__file__).parent
+    for name in sorted(
+        {p.stem for p in here.glob("ch[0-9][0-9].py")} | {p.parent.name for p in here.glob("ch[0-9][0-9]/__init__.py")}
+    ):
+        module(name)
     return plots.registered()
