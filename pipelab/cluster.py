@@ -20,6 +20,7 @@ import redis
 from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
+from . import placement
 from .errors import LabError
 from .server import (
     PREFIX,
@@ -331,7 +332,11 @@ class EmbeddedCluster(Cluster):
         self.dir = tempfile.TemporaryDirectory(prefix="pipelab-cluster-")
         try:
             for port in self.ports:
-                self.procs.append(start_process(self._argv(port), Path(self.dir.name) / f"redis-{port}.log"))
+                self.procs.append(
+                    start_process(
+                        self._argv(port), Path(self.dir.name) / f"redis-{port}.log", cpus=placement.server_cpus()
+                    )
+                )
             self.nodes = [Endpoint("127.0.0.1", port) for port in self.ports]
             for endpoint, proc in zip(self.nodes, self.procs):
                 try:

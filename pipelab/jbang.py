@@ -179,6 +179,7 @@ class JavaRun:
         ops = self.data.get("ops", {})
         cpu = self.data.get("cpu_s", {})
         warmup = self.data.get("warmup_s", {})
+        paired = self.data.get("paired", {})  # modes measured in the same rounds (LabSupport.interleaved)
         return {
             mode: Measurement(
                 mode,
@@ -186,6 +187,7 @@ class JavaRun:
                 [float(s) for s in samples],
                 {"alias": self.alias, "client_cpu_s": cpu.get(mode), **self.fields.get(mode, {})},
                 list(warmup.get(mode, [])),
+                paired_with=f"{self.alias}: {paired[mode]}" if mode in paired else "",
             )
             for mode, samples in self.data["modes"].items()
         }

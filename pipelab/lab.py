@@ -17,10 +17,10 @@ from pathlib import Path
 
 import redis
 
-from . import envinfo, jbang, plots, results
+from . import envinfo, jbang, placement, plots, results
 from .cluster import Cluster, open_cluster
 from .errors import LabError
-from .measure import Measurement, measure
+from .measure import Measurement, measure, measure_interleaved
 from .params import Size
 from .paths import env_flag, results_dir
 from .proxy import TOXIPROXY_VERSION, Toxiproxy, ToxiproxyUnavailable
@@ -118,6 +118,7 @@ class Session:
             "toxiproxy_api": self.toxiproxy.api_url if self.toxiproxy else None,
             "proxy_url": self.proxy_endpoint.url if self.proxy_endpoint else None,
             "proxy_note": self.proxy_note,
+            "server_pid": self.redis.proc.pid if self.redis is not None else None,
         }
 
     def env(self) -> dict:
@@ -178,6 +179,7 @@ class Lab:
         self.toxiproxy = Toxiproxy(description["toxiproxy_api"]) if description.get("toxiproxy_api") else None
         self.quick = quick
         self.owned = bool(description.get("owned"))  # the lab started this Redis: it may reconfigure it
+        self.server_pid = description.get("server_pid")
         self._java_clients: dict = {}
         self._cluster: Cluster | None = None
 
@@ -232,6 +234,7 @@ class Lab:
 
     # --- measuring ------------------------------------------------------------------------
     measure = staticmethod(measure)
+    measure_interleaved = staticmethod(measure_interleaved)
 
     def java(self, alias: str, *args, link: Link | None = None, target: Endpoint | None = None) -> jbang.JavaRun:
         """Run a JBang example against Redis, a `link` to it (RTT, faults) or another `target` (a cluster node)."""
@@ -244,7 +247,12 @@ class Lab:
     def environment(self, **extra) -> dict:
         with self.client() as client:
             return envinfo.capture(
-                client, toxiproxy=self.proxy_note, java_clients=dict(self._java_clients), quick_mode=self.quick, **extra
+                client,
+                toxiproxy=self.proxy_note,
+                java_clients=dict(self._java_clients),
+                quick_mode=self.quick,
+                placement=placement.describe(self.server_pid),
+                **extra,
             )
 
     def save(
@@ -295,6 +303,7 @@ def open_lab(quick: bool | None = None) -> Lab:
     """The notebook's entry point: attach to the running session, or start one for this kernel."""
     if quick is None:
         quick = env_flag("PIPELAB_QUICK")
+    placement.pin_clients()  # before any client, JVM or thread starts: they inherit the mask
     description = os.environ.get(SESSION_VAR)
     if description:
         return Lab(json.loads(description), quick)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
 
+from . import stats
+
 
 @dataclass
 class Measurement:
@@ -18,6 +20,18 @@ class Measurement:
     samples: list[float] = field(default_factory=list)  # seconds, one per repetition
     params: dict = field(default_factory=dict)
     warmup: list[float] = field(default_factory=list)  # seconds of the untimed warm-up calls, kept to show why
+    stopped: str = ""  # why the repetitions stopped where they did (see measure)
+    paired_with: str = ""  # the group of measurements taken in the same rounds (measure_interleaved)
+
+    @property
+    def calls(self) -> int:
+        """How many times the work ran, warm-up included (server-side counters count them all)."""
+        return len(self.samples) + len(self.warmup)
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The 95% interval of the median, in seconds (None under 3 samples)."""
+        return stats.median_interval(self.samples)
 
     @property
     def median(self) -> float:
@@ -56,6 +70,9 @@ class Measurement:
             "max_s": self.max,
             "ops_per_s": self.ops_per_s,
             "warmup_s": self.warmup,
+            "median_interval_s": self.interval,
+            "stopped": self.stopped,
+            "paired_with": self.paired_with,
         }
 
     @classmethod
@@ -66,6 +83,8 @@ class Measurement:
             list(data["samples_s"]),
             dict(data.get("params", {})),
             list(data.get("warmup_s", [])),
+            data.get("stopped", ""),
+            data.get("paired_with", ""),
         )
 
 
@@ -89,6 +108,27 @@ def progress(iterable: Iterable, desc: str, total: int | None = None):
     return tqdm(iterable, desc=desc, total=total, leave=False)
 
 
+# How long repetitions go on: until every median's 95% interval is within ±TARGET, or the next round
+# would take the extra rounds past the time the first ones took (at least EXTRA_FLOOR_S, at most
+# EXTRA_CAP_S), or MAX_FACTOR × repeat rounds.
+TARGET = 0.05
+EXTRA_FLOOR_S = 0.5
+EXTRA_CAP_S = 4.0
+MAX_FACTOR = 4
+WARMUP_MORE = 3
+
+
+def _settled(samples: list[float]) -> bool:
+    width = stats.relative_half_width(stats.median_interval(samples), statistics.median(samples))
+    return width is not None and width <= TARGET
+
+
+def _stop_reason(samples: list[float], settled: bool) -> str:
+    width = stats.relative_half_width(stats.median_interval(samples), statistics.median(samples))
+    shown = "no interval" if width is None else f"±{width:.0%}"
+    return f"interval {shown} after {len(samples)}" + ("" if settled else ": stopped by the time cap")
+
+
 # --8<-- [start:measure]
 def measure(
     label: str,
@@ -100,17 +140,61 @@ def measure(
     setup: Callable[[], object] | None = None,
     **params,
 ) -> Measurement:
-    """Time `run` `repeat` times after `warmup` calls whose times are kept apart (never in the median);
+    """Time `run` at least `repeat` times after `warmup` calls whose times are kept apart (never in the
+    median), then more while the median's 95% interval is wider than ±TARGET and time allows;
     `setup` runs before each call, untimed."""
-    result = Measurement(label, ops, params=params)
-    for i in progress(range(warmup + repeat), desc=label):
-        if setup is not None:
-            setup()
-        start = time.perf_counter()
-        run()
-        elapsed = time.perf_counter() - start
-        (result.samples if i >= warmup else result.warmup).append(elapsed)
+    [result] = measure_interleaved({label: run}, ops=ops, repeat=repeat, warmup=warmup, setup=setup, **params)
+    result.paired_with = ""
     return result
+
+
+def measure_interleaved(
+    runs: dict[str, Callable[[], object]],
+    *,
+    ops: int,
+    repeat: int = 5,
+    warmup: int = 1,
+    setup: Callable[[], object] | None = None,
+    **params,
+) -> list[Measurement]:
+    """Time several ways of doing the same work in rounds, A B A B ..., so that a slow moment of the
+    machine falls on all of them alike and their ratio can be taken round by round."""
+    group = " / ".join(runs)
+    results = [Measurement(label, ops, params=dict(params), paired_with=group) for label in runs]
+    timed = 0.0
+
+    def one_round(keep: bool) -> float:
+        spent = 0.0
+        for result, run in zip(results, runs.values()):
+            if setup is not None:
+                setup()
+            start = time.perf_counter()
+            run()
+            elapsed = time.perf_counter() - start
+            spent += elapsed
+            (result.samples if keep else result.warmup).append(elapsed)
+        return spent
+
+    # Warm up until a round is no longer clearly faster than the one before (caches, JIT, connections),
+    # at least `warmup` rounds (two, to compare) and at most WARMUP_MORE beyond them.
+    warm = [one_round(keep=False) for _ in range(warmup)]
+    while warmup and len(warm) < warmup + WARMUP_MORE and (len(warm) < 2 or warm[-1] < 0.9 * warm[-2]):
+        warm.append(one_round(keep=False))
+    for _ in progress(range(repeat), desc=group):
+        timed += one_round(keep=True)
+    per_round = timed / max(repeat, 1)
+    budget = min(max(timed, EXTRA_FLOOR_S), EXTRA_CAP_S)
+    extra = 0.0
+    while (
+        not all(_settled(r.samples) for r in results)
+        and extra + per_round <= budget
+        and len(results[0].samples) < MAX_FACTOR * repeat
+    ):
+        extra += one_round(keep=True)
+    settled = all(_settled(r.samples) for r in results)
+    for result in results:
+        result.stopped = _stop_reason(result.samples, settled)
+    return results
 
 
 # --8<-- [end:measure]

@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from . import placement
 from .errors import LabError
 from .paths import tools_dir
 from .server import Endpoint, free_port, start_process, stop_process
@@ -105,7 +106,11 @@ class Toxiproxy:
         binary = binary or find_toxiproxy()
         port = free_port()
         workdir = tempfile.TemporaryDirectory(prefix="pipelab-toxiproxy-")
-        proc = start_process([binary, "-host", "127.0.0.1", "-port", str(port)], Path(workdir.name) / "toxiproxy.log")
+        proc = start_process(
+            [binary, "-host", "127.0.0.1", "-port", str(port)],
+            Path(workdir.name) / "toxiproxy.log",
+            cpus=placement.client_cpus(),  # its relaying is client-side work
+        )
         proxy = cls(f"http://127.0.0.1:{port}", proc, workdir)
         try:
             proxy.wait()

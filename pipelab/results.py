@@ -5,17 +5,52 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from . import stats
 from .measure import Measurement
 from .paths import results_dir
 
 UNITS = {"x", "s", "ms", "us", "ops/s", "count", "list", "%", "bytes", "num"}
 
 
-def quantity(value, unit: str, text: str | None = None) -> dict:
-    """A named number for the prose: its value, its unit and the text the site prints."""
+def quantity(value, unit: str, text: str | None = None, interval: tuple[float, float] | None = None) -> dict:
+    """A named number for the prose: its value, its unit, the text the site prints and, for a measured
+    figure, its 95% interval (stats.py)."""
     if unit not in UNITS:
         raise ValueError(f"unknown unit {unit!r}")
-    return {"value": value, "unit": unit, "text": text if value is not None and text else format_value(value, unit)}
+    figure = {"value": value, "unit": unit, "text": text if value is not None and text else format_value(value, unit)}
+    if interval is not None and value is not None:
+        figure["interval"] = [interval[0], interval[1]]
+        figure["interval_text"] = f"{format_value(interval[0], unit)} – {format_value(interval[1], unit)}"
+    return figure
+
+
+SCALES = {"s": 1.0, "ms": 1e3, "us": 1e6}
+
+
+def median_figure(m: Measurement, unit: str = "s", *, per_op: bool = False) -> dict:
+    """A measurement's median time (the whole job's, or per operation) with its interval."""
+    scale = SCALES[unit] / (m.ops if per_op else 1)
+    interval = m.interval
+    return quantity(m.median * scale, unit, interval=interval and (interval[0] * scale, interval[1] * scale))
+
+
+def rate_figure(m: Measurement) -> dict:
+    """Operations per second at the median, with its interval (a slower bound is a lower rate)."""
+    interval = m.interval
+    return quantity(m.ops_per_s, "ops/s", interval=interval and (m.ops / interval[1], m.ops / interval[0]))
+
+
+def ratio_figure(num: Measurement, den: Measurement, scale: float = 1.0) -> dict:
+    """scale × median(num) / median(den), as a ratio ("x") with its interval, paired by round when
+    both were taken in the same rounds (measure_interleaved). For a speed-up, num is the slow one;
+    for a ratio of rates, pass the faster-is-smaller times and the ops: ratio_figure(one, two, two.ops / one.ops)."""
+    paired = bool(num.paired_with) and num.paired_with == den.paired_with
+    interval = stats.ratio_interval(num.samples, den.samples, paired=paired)
+    return quantity(
+        scale * num.median / den.median,
+        "x",
+        interval=interval and (scale * interval[0], scale * interval[1]),
+    )
 
 
 def format_value(value, unit: str) -> str:

@@ -26,6 +26,7 @@ import redis.connection
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from . import placement
 from .errors import LabError
 from .paths import build_dir, env_flag
 from .settings import DEFAULT_PORT
@@ -309,7 +310,7 @@ class EmbeddedRedis:
         self.binary = binary or find_redis_server()
         self.password = password  # requirepass: for the handshake section and the REDIS_URL tests
         self.args = list(args)  # more configuration, e.g. ["--io-threads", "2"] (chapter 6)
-        self.cpus = cpus
+        self.cpus = placement.server_cpus() if cpus is None else (cpus or None)  # set(): unpinned
         self.env = env
         self.proc: subprocess.Popen | None = None
         self.dir: tempfile.TemporaryDirectory | None = None

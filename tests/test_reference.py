@@ -113,18 +113,21 @@ def test_the_site_shows_the_readers_figure_and_else_the_references_marked(tmp_pa
     monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path / "build"))
     monkeypatch.setenv("PIPELAB_REFERENCE", str(tmp_path / "reference"))
     document(paths.reference_dir(), "chx/ref-only", summary={"k": results.quantity(2.5, "x")})
+    document(paths.results_dir(), "chx/sure", summary={"k": results.quantity(3.0, "x", interval=(2.9, 3.2))})
     document(paths.reference_dir(), "chx/both", summary={"k": results.quantity(9.0, "x")})
     document(paths.results_dir(), "chx/both", summary={"k": results.quantity(1.5, "x")})  # the reader's own
     page = SimpleNamespace(file=SimpleNamespace(src_uri="chapters/x.md"))
     source = hooks.on_page_markdown(
-        "<span><!--{{ chx/both#k }}-->9.0x</span>, {{ chx/ref-only#k }}, `{{ chx/ref-only#k }}`, {{ chx/neither#k }}",
+        "<span><!--{{ chx/both#k }}-->9.0x</span>, {{ chx/ref-only#k }}, `{{ chx/ref-only#k }}`, {{ chx/neither#k }}"
+        ", {{ chx/sure#k }}",
         page,
         None,
         None,
     )
     assert source == (
         f'1.5x, <span class="ref" title="{hooks.REFERENCE_TITLE}">2.5x</span>, '
-        f'<span class="ref" title="{hooks.REFERENCE_TITLE}">`2.5x`</span>, _{hooks.NOT_YET}_'
+        f'<span class="ref" title="{hooks.REFERENCE_TITLE}">`2.5x`</span>, _{hooks.NOT_YET}_, '
+        '<span class="figure" title="95% interval 2.9x – 3.2x">3.0x</span>'
     )
 
 

@@ -13,7 +13,9 @@
 //   jbang ch01-ping [host] [port] [size] [repeat] [warmup]     (defaults: 127.0.0.1, the lab's port, 10000 5 1)
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 import redis.clients.jedis.BuilderFactory;
 import redis.clients.jedis.CommandArguments;
@@ -38,10 +40,13 @@ public class PingBench {
             LabSupport.requireLabOnly(jedis, s);
             report.header(s.size() + " PINGs");
 
-            report.add("jedis_one_by_one", "jedis one by one", "PINGs",
-                    LabSupport.measure(s, null, () -> pingOneByOne(jedis, s.size()), null));
-            report.add("jedis_pipelined", "jedis pipelined", "PINGs",
-                    LabSupport.measure(s, null, () -> pingPipelined(jedis, s.size()), null));
+            Map<String, LabSupport.Step> modes = new LinkedHashMap<>();
+            modes.put("jedis_one_by_one", () -> pingOneByOne(jedis, s.size()));
+            modes.put("jedis_pipelined", () -> pingPipelined(jedis, s.size()));
+            Map<String, LabSupport.Samples> samples = LabSupport.interleaved(s, null, modes, null);
+            report.add("jedis_one_by_one", "jedis one by one", "PINGs", samples.get("jedis_one_by_one"));
+            report.add("jedis_pipelined", "jedis pipelined", "PINGs", samples.get("jedis_pipelined"));
+            report.paired(modes.keySet());
         }
         report.finish();
     }

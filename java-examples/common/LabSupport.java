@@ -17,6 +17,7 @@ import java.lang.management.ManagementFactory;
 import java.util.AbstractList;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -430,6 +431,9 @@ final class LabSupport {
      * or null where the platform cannot tell. On Linux it ticks in steps of 10 ms, so it is
      * only meaningful over samples of a good fraction of a second.
      */
+    /** Warm-up rounds allowed beyond the asked-for ones while the JIT is still making rounds faster. */
+    static final int WARMUP_MORE = 5;
+
     private static final LongSupplier PROCESS_CPU_NANOS = processCpuClock();
 
     private static LongSupplier processCpuClock() {
@@ -474,39 +478,78 @@ final class LabSupport {
 
     // --8<-- [start:measure]
     /**
-     * Runs `warmup` unrecorded iterations (JIT, class loading, connection set-up) and then
-     * `repeat` recorded ones. `reset` runs before and `verify` after each iteration, both
-     * outside the timed region, so every iteration does the same work and only the
-     * commands are timed. Returns one sample per recorded iteration, in seconds, with the
-     * process CPU time spent in the same timed region.
+     * Runs `warmup` unrecorded iterations (JIT, class loading, connection set-up), more while
+     * they still get clearly faster (the JIT has not settled), and then `repeat` recorded ones.
+     * `reset` runs before and `verify` after each iteration, both outside the timed region, so
+     * every iteration does the same work and only the commands are timed. Returns one sample
+     * per recorded iteration, in seconds, with the process CPU time spent in the same region.
      */
     static Samples measure(Settings s, Step reset, Step task, Step verify) throws Exception {
-        List<Double> wall = new ArrayList<>(s.repeat());
-        List<Double> cpu = new ArrayList<>(s.repeat());
-        List<Double> warm = new ArrayList<>(s.warmup());
-        for (int i = 0; i < s.warmup() + s.repeat(); i++) {
-            if (reset != null) {
-                reset.run();
+        Map<String, Step> one = new LinkedHashMap<>();
+        one.put("task", task);
+        return interleaved(s, reset, one, verify).get("task");
+    }
+
+    /**
+     * Times several ways of doing the same work in rounds, A B A B ..., so that a slow moment
+     * of the machine falls on all of them alike; Report#paired records that their samples pair
+     * up by round. Warm-up rounds go on while a round is over 10% faster than the one before,
+     * up to WARMUP_MORE beyond `warmup`.
+     */
+    static Map<String, Samples> interleaved(Settings s, Step reset, Map<String, Step> tasks, Step verify)
+            throws Exception {
+        Map<String, List<double[]>> timed = new LinkedHashMap<>();
+        Map<String, List<Double>> warm = new LinkedHashMap<>();
+        tasks.keySet().forEach(name -> {
+            timed.put(name, new ArrayList<>());
+            warm.put(name, new ArrayList<>());
+        });
+        List<Double> warmRounds = new ArrayList<>();
+        while (warmRounds.size() < s.warmup() || (s.warmup() > 0 && warmRounds.size() < s.warmup() + WARMUP_MORE
+                && (warmRounds.size() < 2 || warmRounds.get(warmRounds.size() - 1) < 0.9 * warmRounds.get(warmRounds.size() - 2)))) {
+            double round = 0;
+            for (Map.Entry<String, Step> task : tasks.entrySet()) {
+                double[] sample = once(reset, task.getValue(), verify);
+                warm.get(task.getKey()).add(sample[0]);
+                round += sample[0];
             }
-            // The CPU readings bracket the wall-clock ones, so their own cost is not timed.
-            long cpuStart = PROCESS_CPU_NANOS == null ? 0 : PROCESS_CPU_NANOS.getAsLong();
-            long start = System.nanoTime();
-            task.run();
-            long elapsed = System.nanoTime() - start;
-            long cpuSpent = PROCESS_CPU_NANOS == null ? 0 : PROCESS_CPU_NANOS.getAsLong() - cpuStart;
-            if (verify != null) {
-                verify.run();
-            }
-            if (i >= s.warmup()) {
-                wall.add(elapsed / 1e9);
-                if (PROCESS_CPU_NANOS != null) {
-                    cpu.add(cpuSpent / 1e9);
-                }
-            } else {
-                warm.add(elapsed / 1e9);
+            warmRounds.add(round);
+        }
+        for (int i = 0; i < s.repeat(); i++) {
+            for (Map.Entry<String, Step> task : tasks.entrySet()) {
+                timed.get(task.getKey()).add(once(reset, task.getValue(), verify));
             }
         }
-        return new Samples(wall, cpu, warm);
+        Map<String, Samples> out = new LinkedHashMap<>();
+        timed.forEach((name, samples) -> {
+            List<Double> wall = new ArrayList<>();
+            List<Double> cpu = new ArrayList<>();
+            for (double[] sample : samples) {
+                wall.add(sample[0]);
+                if (PROCESS_CPU_NANOS != null) {
+                    cpu.add(sample[1]);
+                }
+            }
+            out.put(name, new Samples(wall, cpu, warm.get(name)));
+        });
+        return out;
+    }
+
+    /** One iteration: {wall seconds, CPU seconds} of `task`, with reset before and verify after, untimed. */
+    private static double[] once(Step reset, Step task, Step verify) throws Exception {
+        if (reset != null) {
+            reset.run();
+        }
+        // The CPU readings bracket the wall-clock ones, so their own cost is not timed.
+        long cpuStart = PROCESS_CPU_NANOS == null ? 0 : PROCESS_CPU_NANOS.getAsLong();
+        long start = System.nanoTime();
+        task.run();
+        long elapsed = System.nanoTime() - start;
+        long cpuSpent = PROCESS_CPU_NANOS == null ? 0 : PROCESS_CPU_NANOS.getAsLong() - cpuStart;
+        if (verify != null) {
+            verify.run();
+        }
+        return new double[] {elapsed / 1e9, cpuSpent / 1e9};
     }
     // --8<-- [end:measure]
 
@@ -575,6 +618,7 @@ final class LabSupport {
         private final Map<String, Integer> ops = new LinkedHashMap<>();
         private final Map<String, List<Double>> cpu = new LinkedHashMap<>();
         private final Map<String, List<Double>> warmups = new LinkedHashMap<>();
+        private final Map<String, String> pairs = new LinkedHashMap<>();
         private final Map<String, Map<String, Long>> wire = new LinkedHashMap<>();
         private final Map<String, Object> facts = new LinkedHashMap<>();
         private final Map<String, Map<String, Object>> fields = new LinkedHashMap<>();
@@ -632,6 +676,13 @@ final class LabSupport {
          */
         Report fields(String mode, Map<String, Object> described) {
             fields.put(mode, Map.copyOf(described));
+            return this;
+        }
+
+        /** Says that these modes were measured in the same rounds (LabSupport.interleaved). */
+        Report paired(Collection<String> modes) {
+            String group = String.join(" / ", modes);
+            modes.forEach(mode -> pairs.put(mode, group));
             return this;
         }
 
@@ -704,6 +755,9 @@ final class LabSupport {
             }
             if (!warmups.isEmpty()) {
                 doc.put("warmup_s", warmups);
+            }
+            if (!pairs.isEmpty()) {
+                doc.put("paired", pairs);
             }
             if (!wire.isEmpty()) {
                 Map<String, Map<String, Long>> sorted = new LinkedHashMap<>();

@@ -14,8 +14,8 @@ from ..course import timings as course
 from ..errors import LabError, friendly
 from ..lab import Session
 from ..paths import REPO, build_dir, reference_dir
+from . import agreement, reference, sitecheck
 from . import build as book
-from . import reference, sitecheck
 
 
 def _term_as_interrupt(*_):
@@ -74,6 +74,12 @@ def cmd_reference(args) -> int:
     reference.save_timings(**took)
     changed = reference.write_values()
     print(f"pipelab: the reference's figures written into {len(changed)} Markdown files for GitHub's readers")
+    return 0
+
+
+def cmd_agreement(args) -> int:
+    text, _ = agreement.report(args.run_a, args.run_b, largest=args.largest)
+    print(text)
     return 0
 
 
@@ -187,6 +193,11 @@ def parser() -> argparse.ArgumentParser:
         help="measure nothing: make build/results (every chapter, full sizes) the reference",
     )
     r.set_defaults(func=cmd_reference)
+    g = sub.add_parser("agreement", help="compare two runs of the book figure by figure")
+    g.add_argument("run_a", help="a results tree (chNN/*.json), or 'results' (build/results) or 'reference'")
+    g.add_argument("run_b", help="the same, for the other run")
+    g.add_argument("--largest", type=int, default=15, help="how many of the largest moves to list")
+    g.set_defaults(func=cmd_agreement)
     c = sub.add_parser("course", help="run and time every exercise's solution (Python and Java)")
     c.add_argument("--quick", action="store_true", help="one run each, small sizes")
     c.add_argument("--no-site", action="store_true", help="time the solutions, leave the site as it is")

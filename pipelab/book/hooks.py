@@ -135,6 +135,12 @@ def on_page_markdown(markdown, page, config, files):
         if figure is None:
             return f"_{NOT_YET}_"
         shown = m.markdown(figure["text"])
-        return f'<span class="ref" title="{REFERENCE_TITLE}">{shown}</span>' if from_reference else shown
+        titles = [f"95% interval {figure['interval_text']}"] if figure.get("interval_text") else []
+        if from_reference:
+            titles.append(REFERENCE_TITLE)
+        if not titles:
+            return shown
+        kind = "ref" if from_reference else "figure"
+        return f'<span class="{kind}" title="{"; ".join(titles)}">{shown}</span>'
 
     return markers.VALUE.sub(value, markers.BLOCK.sub(marker, markdown))

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from .. import plots
 from ..params import Size
 from ..resp import encode, read_replies
-from ..results import quantity
+from ..results import median_figure, quantity, ratio_figure
 from ..server import PREFIX as LAB_PREFIX
 from .claims import Claim, Published, derived
 
@@ -172,10 +172,11 @@ def relabel(java: dict, labels: dict) -> list:
 
 def measure_pings(lab, n: int, repeat: int) -> list:
     r = lab.client()
-    runs = [
-        lab.measure("redis-py one by one", lambda: ping_one_by_one(r, n), ops=n, repeat=repeat),
-        lab.measure("redis-py pipelined", lambda: ping_pipelined(r, n), ops=n, repeat=repeat),
-    ]
+    runs = lab.measure_interleaved(
+        {"redis-py one by one": lambda: ping_one_by_one(r, n), "redis-py pipelined": lambda: ping_pipelined(r, n)},
+        ops=n,
+        repeat=repeat,
+    )
     r.close()
     java = lab.java("ch01-ping", n, repeat).measurements()
     return runs + relabel(java, {"jedis_one_by_one": "Jedis one by one", "jedis_pipelined": "Jedis pipelined"})
@@ -184,12 +185,12 @@ def measure_pings(lab, n: int, repeat: int) -> list:
 def ping_summary(runs: list) -> dict:
     py_one, py_pipe, jedis_one, jedis_pipe = runs
     return {
-        "python_unpipelined_s": quantity(py_one.median, "s"),
-        "python_pipelined_s": quantity(py_pipe.median, "s"),
-        "python_speedup": quantity(py_one.median / py_pipe.median, "x"),
-        "jedis_unpipelined_s": quantity(jedis_one.median, "s"),
-        "jedis_pipelined_s": quantity(jedis_pipe.median, "s"),
-        "jedis_speedup": quantity(jedis_one.median / jedis_pipe.median, "x"),
+        "python_unpipelined_s": median_figure(py_one),
+        "python_pipelined_s": median_figure(py_pipe),
+        "python_speedup": ratio_figure(py_one, py_pipe),
+        "jedis_unpipelined_s": median_figure(jedis_one),
+        "jedis_pipelined_s": median_figure(jedis_pipe),
+        "jedis_speedup": ratio_figure(jedis_one, jedis_pipe),
     }
 
 
@@ -222,8 +223,12 @@ def measure_sadd(lab, n: int, repeat: int) -> list:
     def reset():
         return delete_keys(r, keys)
 
-    py_one = lab.measure("redis-py one by one", lambda: sadd_one_by_one(r, keys), ops=n, repeat=repeat, setup=reset)
-    py_pipe = lab.measure("redis-py pipeline", lambda: sadd_pipelined(r, keys), ops=n, repeat=repeat, setup=reset)
+    py_one, py_pipe = lab.measure_interleaved(
+        {"redis-py one by one": lambda: sadd_one_by_one(r, keys), "redis-py pipeline": lambda: sadd_pipelined(r, keys)},
+        ops=n,
+        repeat=repeat,
+        setup=reset,
+    )
     reset()
     r.close()
     java = lab.java("ch01-sadd", n, repeat).measurements()
@@ -242,12 +247,12 @@ def sadd_summary(runs: list) -> dict:
     j_one, j_pipe, rbatch, py_one, py_pipe = runs
     return {
         "n": quantity(j_one.ops, "count"),
-        "jedis_one_by_one_us": quantity(j_one.per_op_us, "us"),
-        "jedis_pipeline_us": quantity(j_pipe.per_op_us, "us"),
-        "redisson_rbatch_us": quantity(rbatch.per_op_us, "us"),
-        "redispy_one_by_one_us": quantity(py_one.per_op_us, "us"),
-        "redispy_pipeline_us": quantity(py_pipe.per_op_us, "us"),
-        "jedis_speedup": quantity(j_one.median / j_pipe.median, "x"),
+        "jedis_one_by_one_us": median_figure(j_one, "us", per_op=True),
+        "jedis_pipeline_us": median_figure(j_pipe, "us", per_op=True),
+        "redisson_rbatch_us": median_figure(rbatch, "us", per_op=True),
+        "redispy_one_by_one_us": median_figure(py_one, "us", per_op=True),
+        "redispy_pipeline_us": median_figure(py_pipe, "us", per_op=True),
+        "jedis_speedup": ratio_figure(j_one, j_pipe),
     }
 
 
@@ -394,7 +399,7 @@ def sweep_summary(points: dict, through_proxy, slow) -> dict:
     measured_rtt_ms = [points[t][0].per_op_us / 1e3 for t in rtts]
     at_1ms = points[1][0].ops_per_s if 1 in points else None
     return {
-        "loopback_rtt_us": quantity(points[0][0].per_op_us, "us"),
+        "loopback_rtt_us": median_figure(points[0][0], "us", per_op=True),
         "proxy_overhead_us": quantity(
             through_proxy.per_op_us - points[0][0].per_op_us if through_proxy else None, "us"
         ),

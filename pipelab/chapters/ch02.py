@@ -15,7 +15,7 @@ from .. import observe, plots
 from ..measure import Measurement
 from ..params import Size
 from ..resp import connect, encode, read_bytes
-from ..results import md_table, quantity
+from ..results import md_table, median_figure, quantity, rate_figure, ratio_figure
 from ..server import PREFIX as LAB_PREFIX
 from .ch01 import ping_pipelined
 from .claims import Claim, Published
@@ -333,12 +333,12 @@ def depth_summary(py_runs: dict, py_cpu: dict, jedis_runs: dict, bench_runs: dic
         return value if bench_runs else None
 
     return {
-        "redispy_baseline_ops": quantity(py_runs[1].ops_per_s, "ops/s"),
-        "redispy_peak_ops": quantity(py_runs[peak].ops_per_s, "ops/s"),
+        "redispy_baseline_ops": rate_figure(py_runs[1]),
+        "redispy_peak_ops": rate_figure(py_runs[peak]),
         "redispy_gain": quantity(gain(py_runs), "x"),
         "redispy_client_cpu_at_peak": quantity(100 * py_cpu[peak]["client"], "%"),
         "redispy_server_cpu_at_peak": quantity(100 * py_cpu[peak]["server"], "%"),
-        "jedis_baseline_ops": quantity(jedis_runs[1].ops_per_s, "ops/s"),
+        "jedis_baseline_ops": rate_figure(jedis_runs[1]),
         "jedis_peak_ops": quantity(max(m.ops_per_s for m in jedis_runs.values()), "ops/s"),
         "jedis_gain": quantity(gain(jedis_runs), "x"),
         "benchmark_baseline_ops": quantity(bench(bench_runs and bench_runs[1].ops_per_s), "ops/s"),
@@ -418,9 +418,9 @@ def batches_summary(rows: dict) -> dict:
         "peak_one_pipeline": quantity(one_peak["tot_mem"], "bytes"),
         "peak_batched": quantity(cut_peak["tot_mem"], "bytes"),
         "memory_ratio": quantity(one_peak["tot_mem"] / max(cut_peak["tot_mem"], 1), "x"),
-        "time_one_pipeline_s": quantity(one.median, "s"),
-        "time_batched_s": quantity(cut.median, "s"),
-        "time_ratio": quantity(one.median / cut.median, "x"),
+        "time_one_pipeline_s": median_figure(one),
+        "time_batched_s": median_figure(cut),
+        "time_ratio": ratio_figure(one, cut),
         "peak_omem_100k_one": quantity(rows[(100_000, "one pipeline")][1]["omem"], "bytes"),
         "peak_omem_100k_batched": quantity(rows[(100_000, "10k batches")][1]["omem"], "bytes"),
     }
@@ -541,8 +541,8 @@ def raw_summary(runs: dict, reads: dict) -> dict:
     one = runs["one write"].median
     return {
         "raw_one_write_s": quantity(one, "s"),
-        "raw_many_writes_s": quantity(runs["many writes"].median, "s"),
-        "raw_round_trips_s": quantity(runs["round trips"].median, "s"),
+        "raw_many_writes_s": median_figure(runs["many writes"]),
+        "raw_round_trips_s": median_figure(runs["round trips"]),
         "raw_reads_one_write": quantity(reads["one write"], "num"),
         "raw_reads_many_writes": quantity(reads["many writes"], "num"),
         "raw_reads_round_trips": quantity(reads["round trips"], "num"),

@@ -9,7 +9,7 @@ from redis._parsers import _RESP3Parser
 
 from .. import observe, plots
 from ..params import Size
-from ..results import md_table, measurements_frame, quantity, summarize
+from ..results import md_table, measurements_frame, median_figure, quantity, ratio_figure, summarize
 from ..server import PREFIX as LAB_PREFIX
 from . import ch01
 from .claims import Claim, Published, derived
@@ -224,20 +224,20 @@ def sadd_summary(loop: tuple, rtt: tuple, iterations: int) -> dict:
         slug = client.lower().replace(" ", "_").replace("-", "")
         base, best = one_by_one(loop_runs, client), fastest(loop_runs, n, client)
         if base and best:
-            summary[f"{slug}_one_by_one_us"] = quantity(base.per_op_us, "us")
-            summary[f"{slug}_best_us"] = quantity(best.per_op_us, "us")
+            summary[f"{slug}_one_by_one_us"] = median_figure(base, "us", per_op=True)
+            summary[f"{slug}_best_us"] = median_figure(best, "us", per_op=True)
             summary[f"{slug}_best_mode"] = quantity(1, "count", text=best.params["mode"])
-            summary[f"{slug}_speedup"] = quantity(base.median / best.median, "x")
+            summary[f"{slug}_speedup"] = ratio_figure(base, best)
         base_rtt, best_rtt = one_by_one(rtt_runs, client), fastest(rtt_runs, n_rtt, client)
         if base_rtt and best_rtt:
-            summary[f"{slug}_speedup_rtt"] = quantity(base_rtt.median / best_rtt.median, "x")
+            summary[f"{slug}_speedup_rtt"] = ratio_figure(base_rtt, best_rtt)
 
     def py(mode):
         return loop_runs[("redis-py", mode)].median
 
     rbatch, jpipe = loop_runs.get(("Redisson", "rbatch_in_memory")), loop_runs.get(("Jedis", "pipeline"))
     summary |= {
-        "redisson_vs_jedis": quantity(rbatch.median / jpipe.median if rbatch and jpipe else None, "x"),
+        "redisson_vs_jedis": ratio_figure(rbatch, jpipe) if rbatch and jpipe else quantity(None, "x"),
         "redispy_transaction_vs_pipeline": quantity(py("transaction") / py("pipeline"), "x"),
         "redispy_pure_parser_vs_hiredis": quantity(py("pipeline_pure_python_parser") / py("pipeline"), "x"),
         "redispy_transaction_wire": quantity(
@@ -282,7 +282,7 @@ FLUSH_ALT = (
 
 def flush_summary(runs: dict, sel: dict) -> dict:
     def ms(key):
-        return quantity(runs[key].median * 1e3 if key in runs else None, "ms")
+        return median_figure(runs[key], "ms") if key in runs else quantity(None, "ms")
 
     summary = {
         "lettuce_autoflush_ms": ms(("Lettuce", "async_autoflush")),

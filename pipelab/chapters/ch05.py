@@ -16,7 +16,7 @@ from .. import plots
 from ..cluster import Cluster
 from ..jbang import fact
 from ..params import Size
-from ..results import md_table, measurements_frame, quantity, summarize
+from ..results import md_table, measurements_frame, median_figure, quantity, ratio_figure, summarize
 from ..server import PREFIX as LAB_PREFIX
 from . import ch01
 from .claims import Claim, Published, derived
@@ -362,10 +362,10 @@ def sadd_summary(runs: list, usage: dict, n: int, java) -> dict:
     by = {(m.params.get("client"), m.params.get("where"), m.params.get("mode")): m for m in runs}
 
     def us(key):
-        return quantity(by[key].per_op_us if key in by else None, "us")
+        return median_figure(by[key], "us", per_op=True) if key in by else quantity(None, "us")
 
     def ratio(a, b):
-        return quantity(by[a].median / by[b].median if a in by and b in by else None, "x")
+        return ratio_figure(by[a], by[b]) if a in by and b in by else quantity(None, "x")
 
     def total(mode, what):
         return sum(d[what] for d in usage[("redis-py", mode)].values())
@@ -393,10 +393,10 @@ def sadd_summary(runs: list, usage: dict, n: int, java) -> dict:
             key=lambda m: m.median,
             default=None,
         )
-        summary[f"{client}_one_us"] = quantity(base.per_op_us if base else None, "us")
-        summary[f"{client}_best_us"] = quantity(best.per_op_us if best else None, "us")
+        summary[f"{client}_one_us"] = median_figure(base, "us", per_op=True) if base else quantity(None, "us")
+        summary[f"{client}_best_us"] = median_figure(best, "us", per_op=True) if best else quantity(None, "us")
         summary[f"{client}_best_mode"] = quantity(0, "count", best.params["mode"] if best else "–")
-        summary[f"{client}_speedup"] = quantity(base.median / best.median if base and best else None, "x")
+        summary[f"{client}_speedup"] = ratio_figure(base, best) if base and best else quantity(None, "x")
     for client, piped in (
         ("jedis", "jedis_pipeline"),
         ("lettuce", "lettuce_pipeline"),

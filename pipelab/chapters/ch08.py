@@ -19,7 +19,7 @@ from ..errors import LabError
 from ..jbang import fact
 from ..params import Size
 from ..proxy import PROXY_NAME
-from ..results import md_table, quantity
+from ..results import md_table, median_figure, quantity
 from ..server import PREFIX as LAB_PREFIX
 from ..server import EmbeddedRedis, free_port
 from .ch04 import DEFAULT_RETRIES, incr_exactly_once, incr_pipeline, no_retry_client
@@ -365,7 +365,7 @@ def spring_summary(run) -> dict:
     return (
         facts_summary(run)
         | {"n": quantity(run.data["size"], "count")}
-        | {f"{mode}_ms": quantity(m.median * 1e3, "ms") for mode, m in run.measurements().items()}
+        | {f"{mode}_ms": median_figure(m, "ms") for mode, m in run.measurements().items()}
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import paths, results
+from .. import paths, results, stats
 from . import module
 
 
@@ -45,7 +45,15 @@ def result_names(chapter: str) -> list[str]:
     return sorted({c.result for c in chapter_claims(chapter)})
 
 
-NOT_MEASURED = "–"  # short: the Reference column beside it says what the figure looks like
+NOT_MEASURED = "–"
+INTERVAL_NOTE = "95% interval, from the run's repetitions (bootstrap; see the method page)"
+
+
+def _interval(text: str | None) -> str:
+    return f'<br><small title="{INTERVAL_NOTE}">{text}</small>' if text else ""
+
+
+# short: the Reference column beside it says what the figure looks like
 
 
 def measured(name: str, key: str, base: Path | None = None) -> dict | None:
@@ -70,12 +78,27 @@ def rows(chapter: str, base: Path | None = None, reference: Path | None = None) 
                 "published": results.format_value(published, claim.unit),
                 "source": claim.published.source,
                 "yours": mine["text"] if mine else NOT_MEASURED,
+                "yours_interval": mine.get("interval_text") if mine else None,
                 "reference": ref["text"] if ref else NOT_MEASURED,
+                "reference_interval": ref.get("interval_text") if ref else None,
+                "against_reference": against(mine, ref),
                 "ratio": figure["value"] / published if figure and figure["value"] and published else None,
                 "ratio_of": ratio_of,
             }
         )
     return out
+
+
+def against(mine: dict | None, ref: dict | None) -> str:
+    """The reader's figure beside the reference's: within the noise of the two runs, or how far apart."""
+    if not mine or not ref or not mine["value"] or not ref["value"]:
+        return NOT_MEASURED
+    factor = mine["value"] / ref["value"]
+    shown = f"×{factor:.2g}" if factor >= 1 else f"÷{1 / factor:.2g}"
+    apart = stats.overlap(mine.get("interval"), ref.get("interval"))
+    if apart is None:
+        return f"{shown} (no interval to judge by)"
+    return "within noise" if apart else f"differs: {shown}, beyond both intervals"
 
 
 def quick_mode(chapter: str, base: Path | None = None) -> bool:
@@ -95,17 +118,21 @@ def markdown_table(chapter: str, base: Path | None = None, reference: Path | Non
             "",
         ]
     lines += [
-        "| Measurement | Published | Yours | Reference | Yours ÷ published | Source |",
-        "|---|---:|---:|---:|---:|---|",
+        "| Measurement | Published | Yours | Reference | Yours against reference | Yours ÷ published | Source |",
+        "|---|---:|---:|---:|---|---:|---|",
     ]
     for row in rows(chapter, base, reference):
-        yours = NOT_MEASURED if row["yours"] == NOT_MEASURED else f"**{row['yours']}**"
+        yours = (
+            NOT_MEASURED if row["yours"] == NOT_MEASURED else f"**{row['yours']}**" + _interval(row["yours_interval"])
+        )
+        ref = row["reference"] + _interval(row["reference_interval"])
         ratio = (
             NOT_MEASURED
             if row["ratio"] is None
             else f"{row['ratio']:.3g}" + (" (reference)" if row["ratio_of"] == "reference" else "")
         )
         lines.append(
-            f"| {row['label']} | {row['published']} | {yours} | {row['reference']} | {ratio} | {row['source']} |"
+            f"| {row['label']} | {row['published']} | {yours} | {ref} | {row['against_reference']} | {ratio} "
+            f"| {row['source']} |"
         )
     return results.MarkdownText("\n".join(lines))

@@ -119,8 +119,8 @@ def run_solutions(host: str, port: int, quick: bool) -> Path:
         measurements += [python, java]
         summary.update(
             {
-                f"ex{ex.number}_python_s": results.quantity(python.median, "s"),
-                f"ex{ex.number}_java_s": results.quantity(java.median, "s"),
+                f"ex{ex.number}_python_s": results.median_figure(python),
+                f"ex{ex.number}_java_s": results.median_figure(java),
                 f"ex{ex.number}_java_first_s": results.quantity(java.warmup[0] if java.warmup else None, "s"),
                 f"ex{ex.number}_python_printed": results.quantity(0, "count", printed),
                 f"ex{ex.number}_java_printed": results.quantity(0, "count", java_lines[-1]),

@@ -7,7 +7,7 @@ import statistics
 import redis
 
 from ... import observe
-from ...results import md_table, quantity
+from ...results import md_table, median_figure, quantity, ratio_figure
 from .common import PREFIX
 from .instruments import Probe
 
@@ -122,9 +122,9 @@ def interleave_summary(inside: dict, runs: list, worst: dict, n: int, trials: in
         "multi_trials_interleaved": quantity(sum(1 for x in inside[True] if x), "count"),
         "pipeline_inside_max": quantity(max(inside[False]), "count"),
         "multi_inside_max": quantity(max(inside[True]), "count"),
-        "pipeline_ms": quantity(plain.median * 1e3, "ms"),
-        "multi_ms": quantity(multi.median * 1e3, "ms"),
-        "multi_cost": quantity(multi.median / plain.median, "x"),
+        "pipeline_ms": median_figure(plain, "ms"),
+        "multi_ms": median_figure(multi, "ms"),
+        "multi_cost": ratio_figure(multi, plain),
         "probe_pipeline_ms": quantity(worst[False] * 1e3, "ms"),
         "probe_multi_ms": quantity(worst[True] * 1e3, "ms"),
     }

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from ... import observe, plots
 from ...measure import Measurement
 from ...params import Size
-from ...results import md_table, quantity
+from ...results import md_table, quantity, rate_figure, ratio_figure
 from ...server import EmbeddedRedis, Endpoint
 from ..ch02 import get_in_batches  # the workload chapter 2 shows
 from .common import KEY, LABELS
@@ -188,19 +188,23 @@ def ceiling_summary(runs: dict, jedis: dict, reply_mem: dict, facts: dict) -> di
         out[f"{tag}_compiler"] = quantity(
             0, "count", f"GCC {facts[name]['compiler']}" if facts[name].get("compiler") else "not recorded"
         )
-        out[f"{tag}_top_ops"] = quantity(m.ops_per_s, "ops/s")
+        out[f"{tag}_top_ops"] = rate_figure(m)
         out[f"{tag}_us_per_cmd"] = quantity(statistics.median(m.params["server_cpu_per_cmd_us"]), "us")
         out[f"{tag}_server_cpu_top"] = quantity(100 * statistics.median(m.params["server_cpu"]), "%")
         if name in reply_mem:
             out[f"{tag}_reply_peak"] = quantity(reply_mem[name], "bytes")
         if (name, 1, 1) in runs:
-            out[f"{tag}_depth1_ops"] = quantity(runs[(name, 1, 1)].ops_per_s, "ops/s")
+            out[f"{tag}_depth1_ops"] = rate_figure(runs[(name, 1, 1)])
         if (name, 1, 1) in runs and (name, 256, 1) in runs:
-            out[f"{tag}_gain_c1"] = quantity(runs[(name, 256, 1)].ops_per_s / runs[(name, 1, 1)].ops_per_s, "x")
+            out[f"{tag}_gain_c1"] = ratio_figure(
+                runs[(name, 1, 1)], runs[(name, 256, 1)], runs[(name, 256, 1)].ops / runs[(name, 1, 1)].ops
+            )
     if "redis" in facts:
         base = runs[("redis", *deepest)]
         for name in facts:
-            out[f"{name.replace('-', '_')}_vs_redis"] = quantity(runs[(name, *deepest)].ops_per_s / base.ops_per_s, "x")
+            out[f"{name.replace('-', '_')}_vs_redis"] = ratio_figure(
+                base, runs[(name, *deepest)], runs[(name, *deepest)].ops / base.ops
+            )
     if "valkey-jemalloc" in facts:
         out["jemalloc_gain"] = quantity(
             runs[("valkey-jemalloc", *deepest)].ops_per_s / runs[("valkey", *deepest)].ops_per_s, "x"
@@ -216,7 +220,7 @@ def ceiling_summary(runs: dict, jedis: dict, reply_mem: dict, facts: dict) -> di
         depth = max(d for _, d in jedis)
         for name in facts:
             if (name, depth) in jedis:
-                out[f"{name.replace('-', '_')}_jedis_ops"] = quantity(jedis[(name, depth)].ops_per_s, "ops/s")
+                out[f"{name.replace('-', '_')}_jedis_ops"] = rate_figure(jedis[(name, depth)])
     return out
 
 

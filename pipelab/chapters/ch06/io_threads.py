@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from ... import plots
 from ...params import Size
-from ...results import md_table, quantity
+from ...results import md_table, quantity, rate_figure, ratio_figure
 from ...server import Endpoint
 from .ceiling import SET_COMMAND, bench_once, interleaved, rate, requests_for, to_measurements
 from .common import LABELS
@@ -167,8 +167,8 @@ def io_summary(runs: dict) -> dict:
                 runs.get((name, "io-threads 2", depth, clients)),
             )
             if one and two:
-                out[f"{name}_io2_vs_io1_p{depth}_c{clients}"] = quantity(two.ops_per_s / one.ops_per_s, "x")
-                out[f"{name}_io1_p{depth}_c{clients}_ops"] = quantity(one.ops_per_s, "ops/s")
+                out[f"{name}_io2_vs_io1_p{depth}_c{clients}"] = ratio_figure(one, two, two.ops / one.ops)
+                out[f"{name}_io1_p{depth}_c{clients}_ops"] = rate_figure(one)
                 out[f"{name}_io1_p{depth}_c{clients}_server_cpu"] = quantity(
                     100 * statistics.median(one.params["server_cpu"]), "%"
                 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ... import observe
 from ...params import Size
-from ...results import md_table, quantity
+from ...results import md_table, quantity, ratio_figure
 from ...server import Endpoint
 from .ceiling import bench_once, interleaved, rate, to_measurements
 from .common import LABELS, PREFIX
@@ -68,7 +68,7 @@ def prefetch_summary(runs: dict, keys: int) -> dict:
     for name, workload in dict.fromkeys((n, w) for n, w, _ in runs):
         tag = "mget" if workload.startswith("MGET") else "get"
         on, off = runs[(name, workload, 16)], runs[(name, workload, 0)]
-        out[f"{name}_{tag}_on_vs_off"] = quantity(on.ops_per_s / off.ops_per_s, "x")
+        out[f"{name}_{tag}_on_vs_off"] = ratio_figure(off, on, on.ops / off.ops)
         out[f"{name}_{tag}_on"] = quantity(on.ops_per_s, "ops/s", rate(on))  # median (min–max of the rounds)
         out[f"{name}_{tag}_off"] = quantity(off.ops_per_s, "ops/s", rate(off))
     return out

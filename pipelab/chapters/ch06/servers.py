@@ -6,18 +6,19 @@ import os
 import re
 from contextlib import ExitStack, contextmanager
 
+from ... import placement
 from ...server import EmbeddedRedis, free_port, server_builds
 from .common import COMPARED, JEMALLOC, LABELS
 
 
 def cpu_count() -> int:
-    return len(os.sched_getaffinity(0))
+    return len(placement.usable_cpus())
 
 
-# Every server on CPU 0, redis-benchmark on CPU 1. Unpinned, the two sometimes shared a CPU and one
-# server's rate halved from one round to the next while it stayed 98% busy.
-_FIRST_TWO = sorted(os.sched_getaffinity(0))[:2]
-SERVER_CPUS, BENCH_CPUS = ({_FIRST_TWO[0]}, {_FIRST_TWO[1]}) if len(_FIRST_TWO) == 2 else (None, None)
+# Servers on the server's CPU, redis-benchmark on the clients' (pipelab.placement). Unpinned, the two
+# sometimes shared a CPU and one server's rate halved from one round to the next while it stayed 98% busy.
+_FIRST_TWO = placement.usable_cpus()[:2]
+SERVER_CPUS, BENCH_CPUS = placement.server_cpus(), placement.client_cpus()
 
 
 def lineup(with_jemalloc_variant: bool = True) -> dict[str, tuple[str, dict | None]]:

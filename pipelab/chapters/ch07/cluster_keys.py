@@ -8,7 +8,7 @@ import redis.asyncio
 from ... import observe
 from ...measure import Measurement, measure
 from ...params import Size
-from ...results import md_table, quantity
+from ...results import md_table, quantity, ratio_figure
 from ...server import Endpoint
 from .common import PREFIX
 from .variadic import VALUE
@@ -60,7 +60,7 @@ def measure_cluster(cluster, n: int, repeat: int) -> dict:
             before = [master_calls(node) for node in cluster.nodes]
             m = measure(f"cluster, {mode}, {n:,} keys", lambda fn=fn, keys=keys: fn(rc, keys), ops=n, repeat=repeat)
             calls = [
-                {c: (after.get(c, 0) - was.get(c, 0)) // (repeat + 1) for c in ("get", "mget")}
+                {c: (after.get(c, 0) - was.get(c, 0)) // m.calls for c in ("get", "mget")}
                 for was, after in zip(before, (master_calls(node) for node in cluster.nodes))
             ]
             m.params.update(mode=mode, n=n, per_master=calls)
@@ -93,9 +93,9 @@ def cluster_summary(runs: dict[str, Measurement], crossslot: str) -> dict:
     for mode, m in runs.items():
         out[f"{tags[mode]}_ms"] = quantity(m.median * 1e3, "num", f"{m.median * 1e3:,.1f} ms")
         out[f"{tags[mode]}_commands"] = quantity(sum(sum(c.values()) for c in m.params["per_master"]), "count")
-    base = runs["pipeline of GETs"].median
+    base = runs["pipeline of GETs"]
     for mode, m in runs.items():
-        out[f"{tags[mode]}_vs_pipeline"] = quantity(base / m.median, "x")
+        out[f"{tags[mode]}_vs_pipeline"] = ratio_figure(base, m)
     return out
 
 

@@ -10,7 +10,7 @@ import redis.asyncio
 from ... import observe
 from ...measure import Measurement, measure
 from ...params import Size
-from ...results import md_table, quantity
+from ...results import md_table, quantity, rate_figure, ratio_figure
 from ...server import Endpoint
 from .common import PREFIX, LoopThread, async_client
 
@@ -132,10 +132,11 @@ def gather_summary(runs: dict[tuple[float, str], Measurement], default_outcome: 
     }
     for (rtt, mode), m in runs.items():
         tag = f"rtt{rtt:g}_{gather_tag(mode)}"
-        out[f"{tag}_ops"] = quantity(m.ops_per_s, "ops/s")
+        out[f"{tag}_ops"] = rate_figure(m)
         out[f"{tag}_reads_per_cmd"] = quantity(m.params["reads_per_cmd"], "num", f"{m.params['reads_per_cmd']:.3f}")
     for rtt in {rtt for rtt, _ in runs}:
-        pipe = runs[(rtt, "one pipeline")].ops_per_s
+        pipe = runs[(rtt, "one pipeline")]
         for mode in (mode for r, mode in runs if r == rtt and mode != "one pipeline"):
-            out[f"rtt{rtt:g}_pipeline_vs_{gather_tag(mode)}"] = quantity(pipe / runs[(rtt, mode)].ops_per_s, "x")
+            other = runs[(rtt, mode)]
+            out[f"rtt{rtt:g}_pipeline_vs_{gather_tag(mode)}"] = ratio_figure(other, pipe, pipe.ops / other.ops)
     return out

@@ -22,7 +22,7 @@ from glide import (
 from ... import observe
 from ...measure import Measurement, measure
 from ...params import Size
-from ...results import md_table, quantity
+from ...results import md_table, median_figure, quantity, rate_figure
 from ...server import Endpoint
 from ..ch01 import delete_keys
 from .common import PREFIX, LoopThread
@@ -121,9 +121,7 @@ def glide_batches(lab, loop: LoopThread, keys: list[str], repeat: int) -> dict:
                     setup=lambda: delete_keys(r, keys),
                 )
                 calls = observe.command_calls(r)
-                m.params.update(
-                    {c: (calls.get(c, 0) - before.get(c, 0)) // (repeat + 1) for c in ("sadd", "multi", "exec")}
-                )
+                m.params.update({c: (calls.get(c, 0) - before.get(c, 0)) // m.calls for c in ("sadd", "multi", "exec")})
                 out["atomic" if atomic else "pipeline"] = m
             delete_keys(r, keys)
             for big in GLIDE_TIMEOUT_N:
@@ -266,10 +264,10 @@ def glide_summary(glide: dict, cluster: dict) -> dict:
     reads = [m["reads"] for m in cluster["per_master"]]
     return {
         "n": quantity(pipe.ops, "count"),
-        "pipeline_ops": quantity(pipe.ops_per_s, "ops/s"),
-        "atomic_ops": quantity(atomic.ops_per_s, "ops/s"),
-        "pipeline_ms": quantity(pipe.median * 1e3, "ms"),
-        "atomic_ms": quantity(atomic.median * 1e3, "ms"),
+        "pipeline_ops": rate_figure(pipe),
+        "atomic_ops": rate_figure(atomic),
+        "pipeline_ms": median_figure(pipe, "ms"),
+        "atomic_ms": median_figure(atomic, "ms"),
         "atomic_multi": quantity(atomic.params["multi"], "count"),
         "pipeline_multi": quantity(pipe.params["multi"], "count"),
         "raise_true": quantity(0, "count", glide["raise_on_error_True"]["outcome"]),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...results import md_table, quantity
+from ...results import md_table, median_figure, quantity, rate_figure
 from .glide import GLIDE_CLUSTER_CALLS, GLIDE_CLUSTER_SETS, GLIDE_SADD_N
 from .mux import MUX_N, MUX_THREADS
 
@@ -52,8 +52,8 @@ def java_clients_table(mux, glide) -> str:
 def glide_java_summary(run) -> dict:
     f, ms = run.facts, run.measurements()
     out = {
-        "batch_ms": quantity(ms["glide_batch"].median * 1e3, "ms"),
-        "atomic_ms": quantity(ms["glide_atomic"].median * 1e3, "ms"),
+        "batch_ms": median_figure(ms["glide_batch"], "ms"),
+        "atomic_ms": median_figure(ms["glide_atomic"], "ms"),
         "n": quantity(ms["glide_batch"].ops, "count"),
         "timeout_n": quantity(f["timeout_batch"], "count"),
         "timeout_outcome": quantity(0, "count", f["timeout_outcome"]),
@@ -67,7 +67,7 @@ def glide_java_summary(run) -> dict:
         "cluster_atomic": quantity(0, "count", f["cluster_atomic_outcome"]),
     }
     for t in MUX_THREADS:
-        out[f"t{t}_ops"] = quantity(ms[f"glide_t{t}"].ops_per_s, "ops/s")
+        out[f"t{t}_ops"] = rate_figure(ms[f"glide_t{t}"])
         out[f"t{t}_cmds_per_read"] = quantity(
             f[f"glide_t{t}_cmds_per_read"], "num", f"{f[f'glide_t{t}_cmds_per_read']:.2f}"
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...params import Size
-from ...results import md_table, quantity
+from ...results import md_table, quantity, rate_figure
 
 MUX_THREADS = [1, 8, 64]
 MUX_N = Size(full=5_000, quick=2_000)  # INCRs per client and thread count
@@ -76,7 +76,7 @@ def mux_summary(run) -> dict:
     }
     for mode in MUX_CLIENTS:
         for t in MUX_THREADS:
-            out[f"{mode}_t{t}_ops"] = quantity(ms[f"{mode}_t{t}"].ops_per_s, "ops/s")
+            out[f"{mode}_t{t}_ops"] = rate_figure(ms[f"{mode}_t{t}"])
             out[f"{mode}_t{t}_cmds_per_read"] = quantity(
                 f[f"{mode}_t{t}_cmds_per_read"], "num", f"{f[f'{mode}_t{t}_cmds_per_read']:.2f}"
             )

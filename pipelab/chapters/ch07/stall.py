@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from ... import plots
 from ...measure import Measurement
 from ...params import Size
-from ...results import md_table, quantity
+from ...results import md_table, median_figure, quantity
 from ...server import Endpoint
 from .common import PREFIX, LoopThread, async_client
 
@@ -151,8 +151,8 @@ def stall_summary(runs: dict) -> dict:
                 tag = "one" if mode == "one pipeline" else f"chunk{mode.rsplit(' ', 1)[1].replace(',', '')}"
                 m = runs[(n, mode)]
                 out[f"lag_{tag}_{role}"] = quantity(worst_lag(m) * 1e3, "num", f"{worst_lag(m) * 1e3:,.1f} ms")
-                out[f"time_{tag}_{role}"] = quantity(m.median, "s")
-                out[f"us_per_cmd_{tag}_{role}"] = quantity(m.per_op_us, "us")
+                out[f"time_{tag}_{role}"] = median_figure(m)
+                out[f"us_per_cmd_{tag}_{role}"] = median_figure(m, "us", per_op=True)
     out["lag_one_vs_chunked"] = quantity(
         worst_lag(runs[(big, "one pipeline")]) / worst_lag(runs[(big, chunked[0])]), "x"
     )

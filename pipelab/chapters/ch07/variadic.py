@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from ... import observe, plots
 from ...measure import Measurement, measure
 from ...params import Size
-from ...results import md_table, quantity
+from ...results import md_table, median_figure, quantity, ratio_figure
 from ...server import Endpoint
 from ..ch01 import delete_keys
 from .common import PREFIX
@@ -99,7 +99,7 @@ def measure_variadic(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[
                     m = measure(f"{workload}, {shape}, {n:,} keys", call, ops=n, repeat=repeat, setup=reset)
                 after = observe.command_stats(r)
                 usec = sum(after.get(c, (0, 0))[1] - before.get(c, (0, 0))[1] for c in counted)
-                calls = n * (repeat + 1)  # the warm-up ran too
+                calls = n * m.calls  # the warm-up ran too
                 m.params.update(
                     workload=workload,
                     shape=shape,
@@ -198,7 +198,7 @@ def variadic_summary(runs: dict, reply: dict[str, int], reply_keys: int) -> dict
     for workload in VARIADIC:
         piped, single = runs[(workload, "pipeline", n)], runs[(workload, "one command", n)]
         tag = workload.lower()
-        out[f"{tag}_ratio"] = quantity(piped.median / single.median, "x")
+        out[f"{tag}_ratio"] = ratio_figure(piped, single)
         out[f"{tag}_server_ratio"] = quantity(
             piped.params["server_us_per_key"] / single.params["server_us_per_key"], "x"
         )
@@ -208,8 +208,8 @@ def variadic_summary(runs: dict, reply: dict[str, int], reply_keys: int) -> dict
         for shape, m in (("pipeline", piped), ("single", single)):
             for stat, param in (("cpu", "server_cpu_us_per_key"), ("stat", "server_us_per_key")):
                 out[f"{tag}_{shape}_{stat}_us"] = quantity(m.params[param], "us", f"{m.params[param]:.2f} µs")
-        out[f"{tag}_pipeline_us"] = quantity(piped.per_op_us, "us")
-        out[f"{tag}_single_us"] = quantity(single.per_op_us, "us")
+        out[f"{tag}_pipeline_us"] = median_figure(piped, "us", per_op=True)
+        out[f"{tag}_single_us"] = median_figure(single, "us", per_op=True)
         out[f"{tag}_ratio_10"] = quantity(
             runs[(workload, "pipeline", sizes[0])].median / runs[(workload, "one command", sizes[0])].median, "x"
         )

@@ -12,7 +12,7 @@ from redis.exceptions import WatchError
 
 from ...measure import Measurement
 from ...params import Size
-from ...results import md_table, quantity
+from ...results import md_table, quantity, rate_figure
 from ...server import Endpoint
 from .common import PREFIX
 
@@ -146,7 +146,7 @@ def watch_summary(runs: dict, increments: int) -> dict:
     out = {"increments": quantity(increments, "count")}
     for (mode, w), m in runs.items():
         tag = {"WATCH, transaction()": "watch", "no WATCH": "blind", "WATCH, aborted EXEC sent again": "stale"}[mode]
-        out[f"{tag}_w{w}_ops"] = quantity(m.ops_per_s, "ops/s")
+        out[f"{tag}_w{w}_ops"] = rate_figure(m)
         out[f"{tag}_w{w}_retries"] = quantity(retries_per_increment(m), "num", f"{retries_per_increment(m):.2f}")
         out[f"{tag}_w{w}_lost"] = quantity(lost(m), "count", f"{lost(m):,} of {m.ops:,}")
     return out
@@ -182,7 +182,7 @@ def watch_java_summary(run) -> dict:
         ),
     }
     for w in WRITERS:
-        out[f"w{w}_ops"] = quantity(ms[f"watch_w{w}"].ops_per_s, "ops/s")
+        out[f"w{w}_ops"] = rate_figure(ms[f"watch_w{w}"])
         out[f"w{w}_aborts"] = quantity(
             f[f"jedis_w{w}_aborts_per_increment"], "num", f"{f[f'jedis_w{w}_aborts_per_increment']:.2f}"
         )

@@ -1,0 +1,186 @@
+"""`pipelab agreement RUN_A RUN_B`: do two runs of the book tell the same story?
+
+Each run is a results tree (chNN/<name>.json), such as build/results or the committed reference.
+Every summary figure with a positive number in both is compared; a figure whose two intervals are
+apart is a difference beyond the noise, and a ratio on opposite sides of 1 is a flipped direction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import paths
+from ..errors import LabError
+from . import markers
+
+WITHIN = 1.15  # a figure agrees when the two are within ±15% of each other
+RATIO_WITHIN = 1.20  # a ratio figure, within ±20%
+SIDE = 1.10  # a flip counts when one of the two is over 10% away from 1 (1.02x against 0.99x is no direction)
+
+
+@dataclass(frozen=True)
+class Pair:
+    name: str  # "ch01/ping-10k"
+    key: str
+    unit: str
+    a: dict
+    b: dict
+
+    @property
+    def factor(self) -> float:
+        """How far apart, as a factor of at least 1."""
+        return math.exp(abs(math.log(self.a["value"] / self.b["value"])))
+
+    @property
+    def flipped(self) -> bool:
+        va, vb = self.a["value"], self.b["value"]
+        return self.unit == "x" and (va - 1) * (vb - 1) < 0 and max(va, 1 / va, vb, 1 / vb) > SIDE
+
+    @property
+    def beyond_noise(self) -> bool | None:
+        """Both intervals known and apart; None when either run gave none."""
+        ia, ib = self.a.get("interval"), self.b.get("interval")
+        if not ia or not ib:
+            return None
+        return ia[1] < ib[0] or ib[1] < ia[0]
+
+
+def resolve(run: str) -> Path:
+    """A results tree from a path, or "results" (build/results) or "reference" (the committed run)."""
+    named = {"results": paths.results_dir(), "reference": paths.reference_dir()}
+    root = named.get(run, Path(run))
+    if not any(root.glob("ch*/*.json")):
+        raise LabError(f"{run}: no results files (chNN/*.json) there; give a results tree, 'results' or 'reference'.")
+    return root
+
+
+def load(root: Path) -> dict[str, dict]:
+    return {f"{p.parent.name}/{p.stem}": json.loads(p.read_text()) for p in sorted(root.glob("ch*/*.json"))}
+
+
+def _number(figure) -> bool:
+    value = figure.get("value") if isinstance(figure, dict) else None
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def pairs(a: dict[str, dict], b: dict[str, dict]) -> list[Pair]:
+    out = []
+    for name in sorted(set(a) & set(b)):
+        sa, sb = a[name].get("summary") or {}, b[name].get("summary") or {}
+        for key in sorted(set(sa) & set(sb)):
+            if _number(sa[key]) and _number(sb[key]):
+                out.append(Pair(name, key, sa[key]["unit"], sa[key], sb[key]))
+    return out
+
+
+def spreads(run: dict[str, dict]) -> list[float]:
+    """(max − min) / median of every measurement with three samples or more."""
+    out = []
+    for doc in run.values():
+        for m in doc.get("measurements") or []:
+            samples = m.get("samples_s") or []
+            if len(samples) >= 3 and statistics.median(samples) > 0:
+                out.append((max(samples) - min(samples)) / statistics.median(samples))
+    return out
+
+
+def read_by_prose() -> set[tuple[str, str]]:
+    """Every (results name, key) a page of the book prints."""
+    found = set()
+    for page in sorted((paths.REPO / "site").rglob("*.md")):
+        found |= {(v.name, v.key) for v in markers.values(page.read_text())}
+    return found
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def share(items: list, test) -> tuple[int, int]:
+    return sum(1 for x in items if test(x)), len(items)
+
+
+def chapter_rows(found: list[Pair], a: dict, b: dict) -> list[dict]:
+    """Per chapter: figures within ±15%, ratios within ±20%, flips, and each run's median spread."""
+    rows = []
+    for chapter in sorted({p.name.split("/")[0] for p in found}):
+        mine = [p for p in found if p.name.startswith(chapter + "/")]
+        ratios = [p for p in mine if p.unit == "x"]
+        spread_a = spreads({k: v for k, v in a.items() if k.startswith(chapter + "/")})
+        spread_b = spreads({k: v for k, v in b.items() if k.startswith(chapter + "/")})
+        rows.append(
+            {
+                "chapter": chapter,
+                "within": share(mine, lambda p: p.factor <= WITHIN),
+                "ratios_within": share(ratios, lambda p: p.factor <= RATIO_WITHIN),
+                "flips": sum(p.flipped for p in ratios),
+                "spread_a": statistics.median(spread_a) if spread_a else float("nan"),
+                "spread_b": statistics.median(spread_b) if spread_b else float("nan"),
+            }
+        )
+    return rows
+
+
+def _pct(pair: tuple[int, int]) -> str:
+    hit, total = pair
+    return f"{hit} of {total} ({100 * hit / total:.0f}%)" if total else "none"
+
+
+def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
+    """The text `pipelab agreement` prints, and its figures."""
+    a, b = load(resolve(run_a)), load(resolve(run_b))
+    found = pairs(a, b)
+    if not found:
+        raise LabError(f"{run_a} and {run_b} share no figures to compare.")
+    ratios = [p for p in found if p.unit == "x"]
+    prose = read_by_prose()
+    flips = [p for p in ratios if p.flipped]
+    beyond = [p for p in found if p.beyond_noise]
+    spread_a, spread_b = spreads(a), spreads(b)
+    measured = [p for p in found if p.unit != "count"]
+    figures = {
+        "within": share(found, lambda p: p.factor <= WITHIN),
+        "measured_within": share(measured, lambda p: p.factor <= WITHIN),
+        "ratios_within": share(ratios, lambda p: p.factor <= RATIO_WITHIN),
+        "flips": len(flips),
+        "flips_in_prose": sum((p.name, p.key) in prose for p in flips),
+        "beyond_noise": (len(beyond), sum(p.beyond_noise is not None for p in found)),
+        "spread_a": (statistics.median(spread_a), percentile(spread_a, 0.9)) if spread_a else None,
+        "spread_b": (statistics.median(spread_b), percentile(spread_b, 0.9)) if spread_b else None,
+    }
+    lines = [
+        f"figures compared: {len(found)}",
+        f"  within ±{WITHIN - 1:.0%}: {_pct(figures['within'])}",
+        f"  of them timings and rates (no counts), within ±{WITHIN - 1:.0%}: {_pct(figures['measured_within'])}",
+        f"  ratio figures within ±{RATIO_WITHIN - 1:.0%}: {_pct(figures['ratios_within'])}",
+        f"  apart beyond both 95% intervals: {_pct(figures['beyond_noise'])} of the figures that have intervals",
+        f"direction flips (a ratio on opposite sides of 1, one over {SIDE - 1:.0%} away): {len(flips)}, "
+        f"{figures['flips_in_prose']} of them printed in the prose",
+    ]
+    lines += [
+        f"  {p.name}#{p.key}: {p.a['text']} against {p.b['text']}"
+        + ("  (the prose reads it)" if (p.name, p.key) in prose else "")
+        for p in flips
+    ]
+    for label, run, spread in (("A", run_a, spread_a), ("B", run_b, spread_b)):
+        if spread:
+            lines.append(
+                f"within-run spread (max − min) / median, run {label} ({run}): median {statistics.median(spread):.0%}, "
+                f"90th percentile {percentile(spread, 0.9):.0%}, of {len(spread)} measurements"
+            )
+    lines.append("per chapter: within ±15% | ratios within ±20% | flips | median spread A, B")
+    for row in chapter_rows(found, a, b):
+        lines.append(
+            f"  {row['chapter']}: {_pct(row['within'])} | {_pct(row['ratios_within'])} | {row['flips']} | "
+            f"{row['spread_a']:.0%}, {row['spread_b']:.0%}"
+        )
+    lines.append(f"largest moves (of {len(found)}):")
+    for p in sorted(found, key=lambda p: p.factor, reverse=True)[:largest]:
+        noise = {True: "beyond noise", False: "within noise", None: "no interval"}[p.beyond_noise]
+        lines.append(f"  x{p.factor:6.2f}  {p.name}#{p.key}: {p.a['text']} against {p.b['text']} ({noise})")
+    return "\n".join(lines), figures

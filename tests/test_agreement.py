@@ -1,0 +1,57 @@
+"""`pipelab agreement`: two runs compared figure by figure, with flips and noise named."""
+
+import json
+
+import pytest
+
+from pipelab.book import agreement, cli
+from pipelab.errors import LabError
+from pipelab.results import quantity
+
+
+def tree(root, figures: dict, samples=(1.0, 1.1, 0.9)):
+    (root / "ch01").mkdir(parents=True)
+    doc = {"summary": figures, "measurements": [{"label": "m", "samples_s": list(samples)}]}
+    (root / "ch01" / "ping-10k.json").write_text(json.dumps(doc))
+    return root
+
+
+def test_agreement_counts_agreeing_figures_and_names_every_flip(tmp_path, capsys):
+    a = tree(
+        tmp_path / "a",
+        {
+            "python_speedup": quantity(20.0, "x", interval=(19, 21)),
+            "jedis_speedup": quantity(1.3, "x"),
+            "python_unpipelined_s": quantity(0.7, "s", interval=(0.69, 0.71)),
+            "n": quantity(10_000, "count"),
+        },
+    )
+    b = tree(
+        tmp_path / "b",
+        {
+            "python_speedup": quantity(21.0, "x", interval=(20, 22)),
+            "jedis_speedup": quantity(0.8, "x"),
+            "python_unpipelined_s": quantity(1.4, "s", interval=(1.3, 1.5)),
+            "n": quantity(10_000, "count"),
+        },
+        samples=(1.0, 2.0, 1.5),
+    )
+    text, figures = agreement.report(str(a), str(b))
+    assert figures["within"] == (2, 4) and figures["ratios_within"] == (1, 2)
+    assert figures["flips"] == 1 and "ch01/ping-10k#jedis_speedup: 1.3x against 0.80x" in text
+    assert figures["flips_in_prose"] == 1, "chapter 1's page prints the Jedis speed-up"
+    assert figures["beyond_noise"] == (1, 2), "the 0.7 s and 1.4 s intervals are apart, 20x and 21x overlap"
+    assert figures["spread_a"][0] == pytest.approx(0.2) and figures["spread_b"][0] == pytest.approx(2 / 3)
+    assert cli.main(["agreement", str(a), str(b)]) == 0
+    assert "direction flips" in capsys.readouterr().out
+
+
+def test_agreement_refuses_a_tree_without_results_in_one_sentence(tmp_path):
+    with pytest.raises(LabError, match="no results files"):
+        agreement.report(str(tmp_path), "reference")
+
+
+def test_the_committed_reference_agrees_with_itself():
+    _, figures = agreement.report("reference", "reference")
+    hit, total = figures["within"]
+    assert total > 500 and hit == total and figures["flips"] == 0

@@ -1,0 +1,67 @@
+"""Intervals, interleaved rounds and adaptive repetition: what makes a figure know its error."""
+
+import importlib
+import random
+import time
+
+import pytest
+
+from pipelab import results, stats
+from pipelab.measure import Measurement, measure, measure_interleaved
+
+
+def test_a_median_interval_holds_the_median_and_narrows_with_more_samples():
+    rng = random.Random(1)
+    few = [rng.gauss(10, 1) for _ in range(8)]
+    many = [rng.gauss(10, 1) for _ in range(200)]
+    lo, hi = stats.median_interval(few)
+    assert lo <= sorted(few)[4] <= hi
+    lo2, hi2 = stats.median_interval(many)
+    assert lo2 < 10 < hi2 and (hi2 - lo2) < (hi - lo) / 2
+    assert stats.median_interval([1.0, 2.0]) is None, "two samples give no interval"
+    assert stats.median_interval(few) == stats.median_interval(few), "seeded: the same samples, the same interval"
+
+
+def test_pairing_by_round_cancels_what_a_round_shared():
+    # Each round the machine is slower or faster by up to 2x; B always takes twice A's time.
+    rng = random.Random(2)
+    load = [rng.uniform(1, 2) for _ in range(12)]
+    a = [1.0 * x for x in load]
+    b = [2.0 * x for x in load]
+    paired = stats.ratio_interval(b, a, paired=True)
+    unpaired = stats.ratio_interval(b, a, paired=False)
+    assert paired[0] == pytest.approx(2) and paired[1] == pytest.approx(2)
+    assert unpaired[1] - unpaired[0] > 0.3
+
+
+def test_interleaved_rounds_alternate_and_are_marked_paired():
+    order = []
+    a, b = measure_interleaved(
+        {"A": lambda: order.append("A"), "B": lambda: order.append("B")}, ops=1, repeat=3, warmup=0
+    )
+    assert order[:6] == ["A", "B"] * 3
+    assert a.paired_with == b.paired_with == "A / B" and len(a.samples) == len(b.samples) >= 3
+    assert measure("solo", lambda: None, ops=1, repeat=3, warmup=0).paired_with == ""
+
+
+def test_repetitions_stop_at_the_target_or_say_the_time_cap_stopped_them(monkeypatch):
+    steady = measure("steady", lambda: time.sleep(0.002), ops=1, repeat=5, warmup=1)
+    assert len(steady.samples) == 5 and "time cap" not in steady.stopped, steady.stopped
+    monkeypatch.setattr(importlib.import_module("pipelab.measure"), "EXTRA_FLOOR_S", 0.05)
+    rng = random.Random(3)
+    noisy = measure("noisy", lambda: time.sleep(rng.choice([0.0005, 0.004])), ops=1, repeat=5, warmup=1)
+    assert len(noisy.samples) > 5 and noisy.stopped.endswith("stopped by the time cap"), noisy.stopped
+
+
+def test_figures_carry_their_interval_and_ratios_pair_when_they_can():
+    one = Measurement("one", 10, [2.0, 2.2, 1.8, 2.1, 1.9], paired_with="g")
+    pipe = Measurement("pipe", 10, [0.2, 0.22, 0.18, 0.21, 0.19], paired_with="g")
+    ratio = results.ratio_figure(one, pipe)
+    assert ratio["value"] == pytest.approx(10) and ratio["interval"][0] == pytest.approx(10)
+    assert ratio["text"] == "10.0x" and ratio["interval_text"] == "10.0x – 10.0x"
+    time_ms = results.median_figure(one, "ms")
+    assert time_ms["interval"][0] <= time_ms["value"] <= time_ms["interval"][1]
+    rate = results.rate_figure(one)
+    assert rate["interval"][0] <= rate["value"] <= rate["interval"][1]
+    assert "interval" not in results.quantity(12, "count"), "a count carries none"
+    assert "interval" not in results.ratio_figure(Measurement("a", 1, [1.0]), Measurement("b", 1, [2.0]))
