@@ -149,7 +149,7 @@ public class LremVsLtrim {
         long[] now = after.getOrDefault(way, new long[2]);
         long calls = now[0] - was[0];
         long usec = now[1] - was[1];
-        long expected = (long) P * (s.warmup() + s.repeat());
+        long expected = (long) P * samples.iterations();
         if (calls != expected) {
             // Someone else is sending this command to the same Redis: the server time is not ours alone.
             throw LabSupport.failure("the server counted " + calls + " " + way.toUpperCase(Locale.ROOT)

@@ -174,7 +174,7 @@ public class GlideBatch {
                 int open = glideConnections(control); // before commandCalls opens a connection of its own
                 Map<String, Long> calls = LabSupport.callsBetween(callsBefore, LabSupport.commandCalls(s));
                 calls.remove("client|list"); // the count just above, not GLIDE's
-                long expected = (long) p.incrs() * (s.warmup() + s.repeat());
+                long expected = (long) p.incrs() * samples.iterations();
                 long value = Long.parseLong(control.get(counter));
                 if (value != expected) {
                     throw LabSupport.failure(mode + " left the counter at " + value + " instead of " + expected);
@@ -212,7 +212,7 @@ public class GlideBatch {
             Map<String, Long> calls = LabSupport.callsBetween(before, LabSupport.commandCalls(s));
             report.add(mode, atomic ? "glide Batch(true)" : "glide Batch(false)", "SADDs", samples);
             report.wire(mode, calls);
-            int runs = s.warmup() + s.repeat();
+            int runs = samples.iterations();
             for (String command : List.of("sadd", "multi", "exec")) {
                 long total = calls.getOrDefault(command, 0L);
                 report.fact(mode + "_" + command, total % runs == 0 ? (Number) (total / runs) : LabSupport.round2((double) total / runs));

@@ -187,7 +187,7 @@ public class Multiplexed {
         int open = connections.get(); // before commandCalls opens and closes a connection of its own
         Map<String, Long> calls = LabSupport.callsBetween(callsBefore, LabSupport.commandCalls(s));
         calls.remove("client|list"); // the count of connections just above, not the mode's
-        long expected = (long) s.size() * (s.warmup() + s.repeat());
+        long expected = (long) s.size() * samples.iterations();
         long value = Long.parseLong(control.get(key));
         if (value != expected) {
             throw LabSupport.failure(mode + " left the counter at " + value + " instead of " + expected);

@@ -474,6 +474,11 @@ final class LabSupport {
         public int size() {
             return wall.size();
         }
+
+        /** Every run of the task, warm-up included: what the server's counters saw. */
+        int iterations() {
+            return wall.size() + warmup.size();
+        }
     }
 
     // --8<-- [start:measure]
@@ -515,10 +520,18 @@ final class LabSupport {
             }
             warmRounds.add(round);
         }
+        double spent = 0;
         for (int i = 0; i < s.repeat(); i++) {
-            for (Map.Entry<String, Step> task : tasks.entrySet()) {
-                timed.get(task.getKey()).add(once(reset, task.getValue(), verify));
-            }
+            spent += timedRound(reset, tasks, verify, timed);
+        }
+        // More rounds while a median's interval is wider than ±5%, within the time the first
+        // rounds took (0.5 s at least, 4 s at most) and MAX_FACTOR times as many rounds.
+        double budget = Math.min(Math.max(spent, 0.5), 4.0);
+        double perRound = spent / Math.max(1, s.repeat());
+        double extra = 0;
+        while (timed.values().stream().anyMatch(samples -> !settled(samples)) && extra + perRound <= budget
+                && timed.values().iterator().next().size() < MAX_FACTOR * s.repeat()) {
+            extra += timedRound(reset, tasks, verify, timed);
         }
         Map<String, Samples> out = new LinkedHashMap<>();
         timed.forEach((name, samples) -> {
@@ -533,6 +546,37 @@ final class LabSupport {
             out.put(name, new Samples(wall, cpu, warm.get(name)));
         });
         return out;
+    }
+
+    /** Rounds of recorded iterations go on, while unsettled, up to this many times `repeat`. */
+    static final int MAX_FACTOR = 4;
+
+    private static double timedRound(Step reset, Map<String, Step> tasks, Step verify,
+                                     Map<String, List<double[]>> timed) throws Exception {
+        double round = 0;
+        for (Map.Entry<String, Step> task : tasks.entrySet()) {
+            double[] sample = once(reset, task.getValue(), verify);
+            timed.get(task.getKey()).add(sample);
+            round += sample[0];
+        }
+        return round;
+    }
+
+    /**
+     * Whether the median's 95% interval is within ±5%: the distribution-free interval between
+     * the order statistics n/2 ∓ 0.98·√n (no interval under 6 samples). The harness's bootstrap
+     * intervals, computed afterwards from the same samples, are what the book prints.
+     */
+    static boolean settled(List<double[]> samples) {
+        int n = samples.size();
+        if (n < 6) {
+            return false;
+        }
+        double[] sorted = samples.stream().mapToDouble(sample -> sample[0]).sorted().toArray();
+        int lo = Math.max(0, (int) Math.floor(n / 2.0 - 0.98 * Math.sqrt(n)));
+        int hi = Math.min(n - 1, (int) Math.ceil(n / 2.0 + 0.98 * Math.sqrt(n)));
+        double median = sorted[n / 2];
+        return median > 0 && (sorted[hi] - sorted[lo]) / 2 / median <= 0.05;
     }
 
     /** One iteration: {wall seconds, CPU seconds} of `task`, with reset before and verify after, untimed. */

@@ -37,8 +37,12 @@ class Pair:
 
     @property
     def flipped(self) -> bool:
+        """On opposite sides of 1, one over 10% away, and neither run's interval holding 1 (a ratio
+        whose interval holds 1 states no direction)."""
         va, vb = self.a["value"], self.b["value"]
-        return self.unit == "x" and (va - 1) * (vb - 1) < 0 and max(va, 1 / va, vb, 1 / vb) > SIDE
+        if self.unit != "x" or (va - 1) * (vb - 1) >= 0 or max(va, 1 / va, vb, 1 / vb) <= SIDE:
+            return False
+        return not any(i and i[0] <= 1 <= i[1] for i in (self.a.get("interval"), self.b.get("interval")))
 
     @property
     def beyond_noise(self) -> bool | None:

@@ -110,8 +110,11 @@ BENCH_DEPTH = 1_000  # where Jedis is held against redis-benchmark
 N_PY = Size(full=20_000, quick=3_000)  # SETs per redis-py sample ...
 PY_ROUND_TRIPS = 2_000  # ... but at most this many batches, so depth 1 stays short
 N_JAVA = Size(full=50_000, quick=2_000)
-N_BENCH = Size(full=100_000, quick=20_000)  # at most half a second per run
-BENCH_ROUND_TRIPS = 5_000  # at depth 1, 5,000 round trips last about a third of a second
+N_BENCH = Size(full=100_000, quick=20_000)  # the probe run at each depth ...
+BENCH_ROUND_TRIPS = 5_000  # ... at most this many round trips (depth 1 stays short)
+# Each timed redis-benchmark run is sized from the probe's rate to last this long, at every depth:
+# count-bound, a run at depth 1,000 lasted 30 ms, too short to be the server's ceiling.
+BENCH_SECONDS = Size(full=0.3, quick=0.1)
 SIZES = Size(full=[1_000, 10_000, 100_000, 300_000], quick=[1_000, 10_000, 100_000])
 BATCH = 10_000
 VALUE_BYTES = 100
@@ -249,17 +252,21 @@ def jvm_cpu_share(m) -> str:
 
 
 def measure_depth_benchmark(lab, counters, depths: list[int], n: int, repeat: int):
-    """redis-benchmark's SET rate at each depth (one client), and the server's CPU over its own timing."""
+    """redis-benchmark's SET rate at each depth (one client), and the server's CPU over its own timing.
+    An untimed probe run gives the rate, from which every timed run is sized to last BENCH_SECONDS."""
     runs, cpu = {}, {}
+    seconds = lab.size(BENCH_SECONDS)
     try:
         for depth in depths:
-            sets = max(depth, min(n, BENCH_ROUND_TRIPS * depth))
+            probe = max(depth, min(n, BENCH_ROUND_TRIPS * depth))
+            rate = observe.redis_benchmark(lab.endpoint, "SET", SET_KEY, "xxx", depth=depth, requests=probe)
+            sets = max(probe, -(-int(rate * seconds) // depth) * depth)  # whole pipelines
             samples = []
             with counters.measure() as delta:
                 for _ in range(repeat):
                     rps = observe.redis_benchmark(lab.endpoint, "SET", SET_KEY, "xxx", depth=depth, requests=sets)
                     samples.append(sets / rps)  # seconds, so the spread is computed like every other run
-            runs[depth] = Measurement(f"redis-benchmark -P {depth}", sets, samples, {"depth": depth})
+            runs[depth] = Measurement(f"redis-benchmark -P {depth}", sets, samples, {"depth": depth}, [probe / rate])
             cpu[depth] = delta.server_cpu_s / sum(samples)
     except observe.BenchmarkUnavailable as err:
         return runs, cpu, f"redis-benchmark skipped: {err}"

@@ -97,20 +97,25 @@ def redispy_modes(lab, link, n: int, repeat: int) -> tuple[dict, dict]:
         "transaction": lambda: sadd_transaction(r, keys),
         "pipeline_pure_python_parser": lambda: ch01.sadd_pipelined(pure, keys),
     }
-    runs, wire = {}, {}
-    for mode, run in modes.items():
+    wire = {}
+    for mode, run in modes.items():  # what one call of each sends, counted on an untimed call
+        reset()
         with observe.wire(lab.endpoint) as calls:
-            runs[("redis-py", mode)] = lab.measure(
-                f"redis-py {mode}",
-                run,
-                ops=n,
-                repeat=repeat,
-                setup=reset,
-                client="redis-py",
-                mode=mode,
-                rtt_ms=link.rtt_ms,
-            )
+            run()
         wire[("redis-py", mode)] = calls
+    # The four take turns, round by round, so their ratios pair up (the parsers' above all).
+    measured = lab.measure_interleaved(
+        {f"redis-py {mode}": run for mode, run in modes.items()},
+        ops=n,
+        repeat=repeat,
+        setup=reset,
+        client="redis-py",
+        rtt_ms=link.rtt_ms,
+    )
+    runs = {}
+    for mode, m in zip(modes, measured):
+        m.params["mode"] = mode
+        runs[("redis-py", mode)] = m
     reset()
     r.close()
     pure.close()
@@ -137,13 +142,19 @@ def every_mode(lab, link, n: int, repeat: int) -> tuple[dict, dict]:
 
 
 def wire_text(calls: dict, iterations: int) -> str:
-    """The mode's own commands per iteration, e.g. 'sadd 100,000 · multi 1 · exec 1'."""
+    """The mode's own commands per iteration, e.g. 'sadd 100,000 · multi 1 · exec 1', from what
+    `iterations` runs of it sent (Measurement.calls for a Java mode's, 1 for redis-py's)."""
     # Keys starting with "_" are extra readings an example adds (server reads, connections opened).
     own = {k: v for k, v in calls.items() if k not in HOUSEKEEPING and not k.startswith("_")}
     return " · ".join(f"{k} {v / iterations:,.0f}" for k, v in sorted(own.items(), key=lambda kv: -kv[1]))
 
 
-def sadd_table(runs: dict, wire: dict, iterations: int, n: int) -> str:
+def per_call(runs: dict, key) -> int:
+    """How many runs a mode's wire counts cover: redis-py's one untimed call, a Java mode's every call."""
+    return 1 if key[0] == "redis-py" else runs[key].calls
+
+
+def sadd_table(runs: dict, wire: dict, n: int) -> str:
     """One row per client and mode of the SADD job (demonstrations with other sizes are left out)."""
     frame = measurements_frame([m for m in runs.values() if m.ops == n])
     rows = summarize(frame, by=("param_client", "param_mode"))
@@ -156,7 +167,7 @@ def sadd_table(runs: dict, wire: dict, iterations: int, n: int) -> str:
                 f"{r.median_s * 1e3:,.1f} ms",
                 f"{r.median_s / r.ops * 1e6:,.2f} µs",
                 f"{r.min_s * 1e3:,.1f}–{r.max_s * 1e3:,.1f} ms",
-                wire_text(wire[(r.param_client, r.param_mode)], iterations),
+                wire_text(wire[(r.param_client, r.param_mode)], per_call(runs, (r.param_client, r.param_mode))),
             ]
             for r in rows.itertuples()
         ],
@@ -216,7 +227,7 @@ def one_by_one(runs: dict, client: str):
     return next((m for (c, mode), m in runs.items() if c == client and "one_by_one" in mode), None)
 
 
-def sadd_summary(loop: tuple, rtt: tuple, iterations: int) -> dict:
+def sadd_summary(loop: tuple, rtt: tuple) -> dict:
     """loop and rtt: (runs, wire, n) on loopback and at RTT_MS."""
     (loop_runs, loop_wire, n), (rtt_runs, _, n_rtt) = loop, rtt
     summary = {"n": quantity(n, "count"), "n_rtt": quantity(n_rtt, "count")}
@@ -233,20 +244,19 @@ def sadd_summary(loop: tuple, rtt: tuple, iterations: int) -> dict:
             summary[f"{slug}_speedup_rtt"] = ratio_figure(base_rtt, best_rtt)
 
     def py(mode):
-        return loop_runs[("redis-py", mode)].median
+        return loop_runs[("redis-py", mode)]
 
     rbatch, jpipe = loop_runs.get(("Redisson", "rbatch_in_memory")), loop_runs.get(("Jedis", "pipeline"))
     summary |= {
         "redisson_vs_jedis": ratio_figure(rbatch, jpipe) if rbatch and jpipe else quantity(None, "x"),
-        "redispy_transaction_vs_pipeline": quantity(py("transaction") / py("pipeline"), "x"),
-        "redispy_pure_parser_vs_hiredis": quantity(py("pipeline_pure_python_parser") / py("pipeline"), "x"),
-        "redispy_transaction_wire": quantity(
-            1, "count", text=wire_text(loop_wire[("redis-py", "transaction")], iterations)
-        ),
+        "redispy_transaction_vs_pipeline": ratio_figure(py("transaction"), py("pipeline")),
+        "redispy_pure_parser_vs_hiredis": ratio_figure(py("pipeline_pure_python_parser"), py("pipeline")),
+        "redispy_transaction_wire": quantity(1, "count", text=wire_text(loop_wire[("redis-py", "transaction")], 1)),
     }
     for (client, mode), calls in loop_wire.items():
         if (client, mode) in WIRE_SUMMARY:
-            summary[f"wire_{client.lower()}_{mode}"] = quantity(1, "count", text=wire_text(calls, iterations) or "–")
+            text = wire_text(calls, per_call(loop_runs, (client, mode)))
+            summary[f"wire_{client.lower()}_{mode}"] = quantity(1, "count", text=text or "–")
     return summary
 
 

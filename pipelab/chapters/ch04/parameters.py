@@ -22,7 +22,7 @@ DEFAULT_RETRIES = 10  # redis-py 8's Retry count when none is given (redis/_defa
 LONG = 100_000  # elements of the list the slow pipeline's LREMs scan
 N_FAST = Size(full=200_000, quick=100_000)
 # Redisson times only the batch's tail (after the write); it must outlast 25 ms, and 50,000 did not.
-N_JAVA_TIMEOUT = Size(full=100_000, quick=100_000)
+N_JAVA_TIMEOUT = Size(full=200_000, quick=200_000)
 
 
 def fact_table(title: str, facts: dict) -> str:

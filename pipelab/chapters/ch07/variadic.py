@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import statistics
+import time
+
 import matplotlib.pyplot as plt
 import redis
 import redis.asyncio
 from matplotlib.figure import Figure
 
-from ... import observe, plots
-from ...measure import Measurement, measure
+from ... import observe, plots, stats
+from ...measure import Measurement
 from ...params import Size
 from ...results import md_table, median_figure, quantity, ratio_figure
 from ...server import Endpoint
@@ -16,7 +19,7 @@ from ..ch01 import delete_keys
 from .common import PREFIX
 
 VARIADIC_SIZES = Size(full=[10, 100, 1_000, 10_000, 30_000], quick=[10, 1_000, 10_000])
-VARIADIC_REPEAT = Size(full=3, quick=2)
+VARIADIC_REPEAT = Size(full=9, quick=3)  # rounds; intervals need three or more
 VALUE = "v" * 100
 
 
@@ -78,7 +81,8 @@ VARIADIC = list(COUNTED)
 def measure_variadic(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[tuple[str, str, int], Measurement]:
     """{(workload, "pipeline" | "one command", n): Measurement}, with the server's µs per key (INFO
     commandstats: the commands' own execution) and the server's CPU per key (everything: reading,
-    parsing, dispatching, replying) as params. SADD and HSET start from an empty key each time."""
+    parsing, dispatching, replying) as params, one reading per sample. The two shapes take turns,
+    sample by sample, so their ratios pair up by round. SADD and HSET start from an empty key each time."""
     out = {}
     counters, r = observe.Counters(endpoint), endpoint.client()
     for n in sizes:
@@ -87,25 +91,38 @@ def measure_variadic(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[
             set_one_command(r, keys[start : start + 10_000])  # GET reads these
         members = [f"m{i}" for i in range(n)]
         for workload in VARIADIC:
-            counted = COUNTED[workload]
-            for shape, fn in (("pipeline", PIPELINED[workload]), ("one command", ONE_COMMAND[workload])):
-                if workload in ("SADD", "HSET"):
-                    key = f"{PREFIX}var:{workload.lower()}"
-                    call, reset = (lambda fn=fn, key=key: fn(r, key, members)), (lambda key=key: r.unlink(key))
-                else:
-                    call, reset = (lambda fn=fn: fn(r, keys)), None
-                before = observe.command_stats(r)
-                with counters.measure() as delta:
-                    m = measure(f"{workload}, {shape}, {n:,} keys", call, ops=n, repeat=repeat, setup=reset)
-                after = observe.command_stats(r)
-                usec = sum(after.get(c, (0, 0))[1] - before.get(c, (0, 0))[1] for c in counted)
-                calls = n * m.calls  # the warm-up ran too
+            shapes = {"pipeline": PIPELINED[workload], "one command": ONE_COMMAND[workload]}
+            runs = {shape: _variadic_calls(r, fn, workload, keys, members) for shape, fn in shapes.items()}
+            group = f"{workload}, {n:,} keys"
+            ms = {
+                shape: Measurement(f"{workload}, {shape}, {n:,} keys", n, paired_with=group, stopped=f"{repeat} rounds")
+                for shape in shapes
+            }
+            for round_no in range(1 + repeat):  # the first round warms up (a fresh server touches its pages)
+                for shape, (call, reset) in runs.items():
+                    if reset:
+                        reset()
+                    before = observe.command_stats(r)
+                    with counters.measure() as delta:
+                        started = time.perf_counter()
+                        call()
+                        elapsed = time.perf_counter() - started
+                    after = observe.command_stats(r)
+                    m = ms[shape]
+                    if round_no == 0:
+                        m.warmup.append(elapsed)
+                        continue
+                    m.samples.append(elapsed)
+                    usec = sum(after.get(c, (0, 0))[1] - before.get(c, (0, 0))[1] for c in COUNTED[workload])
+                    m.params.setdefault("server_us_per_key_samples", []).append(usec / n)
+                    m.params.setdefault("server_cpu_us_per_key_samples", []).append(delta.server_cpu_s * 1e6 / n)
+            for shape, m in ms.items():
                 m.params.update(
                     workload=workload,
                     shape=shape,
                     n=n,
-                    server_us_per_key=usec / calls,
-                    server_cpu_us_per_key=delta.server_cpu_s * 1e6 / calls,
+                    server_us_per_key=statistics.median(m.params["server_us_per_key_samples"]),
+                    server_cpu_us_per_key=statistics.median(m.params["server_cpu_us_per_key_samples"]),
                 )
                 out[(workload, shape, n)] = m
         r.unlink(*[f"{PREFIX}var:sadd", f"{PREFIX}var:hset"])
@@ -113,6 +130,26 @@ def measure_variadic(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[
     counters.close()
     r.close()
     return out
+
+
+def _variadic_calls(r, fn, workload: str, keys: list[str], members: list[str]):
+    """(call, reset) for one shape of a workload: SADD and HSET write one key, emptied before each call."""
+    if workload in ("SADD", "HSET"):
+        key = f"{PREFIX}var:{workload.lower()}"
+        return (lambda: fn(r, key, members)), (lambda: r.unlink(key))
+    return (lambda: fn(r, keys)), None
+
+
+def server_figure(piped: Measurement, single: Measurement, param: str) -> dict:
+    """Pipeline over one command of a per-key server reading, paired by round, with its interval."""
+    a, b = piped.params[f"{param}_samples"], single.params[f"{param}_samples"]
+    value = statistics.median(a) / statistics.median(b) if statistics.median(b) else None
+    return quantity(value, "x", interval=stats.ratio_interval(a, b, paired=True) if value else None)
+
+
+def server_us(m: Measurement, param: str) -> dict:
+    samples = m.params[f"{param}_samples"]
+    return quantity(statistics.median(samples), "us", f"{m.params[param]:.2f} µs", stats.median_interval(samples))
 
 
 REPLY_KEYS = 100_000  # quick runs too: a smaller MGET is built and sent between two samples of CLIENT LIST
@@ -199,19 +236,15 @@ def variadic_summary(runs: dict, reply: dict[str, int], reply_keys: int) -> dict
         piped, single = runs[(workload, "pipeline", n)], runs[(workload, "one command", n)]
         tag = workload.lower()
         out[f"{tag}_ratio"] = ratio_figure(piped, single)
-        out[f"{tag}_server_ratio"] = quantity(
-            piped.params["server_us_per_key"] / single.params["server_us_per_key"], "x"
-        )
-        out[f"{tag}_cpu_ratio"] = quantity(
-            piped.params["server_cpu_us_per_key"] / single.params["server_cpu_us_per_key"], "x"
-        )
+        out[f"{tag}_server_ratio"] = server_figure(piped, single, "server_us_per_key")
+        out[f"{tag}_cpu_ratio"] = server_figure(piped, single, "server_cpu_us_per_key")
         for shape, m in (("pipeline", piped), ("single", single)):
             for stat, param in (("cpu", "server_cpu_us_per_key"), ("stat", "server_us_per_key")):
-                out[f"{tag}_{shape}_{stat}_us"] = quantity(m.params[param], "us", f"{m.params[param]:.2f} µs")
+                out[f"{tag}_{shape}_{stat}_us"] = server_us(m, param)
         out[f"{tag}_pipeline_us"] = median_figure(piped, "us", per_op=True)
         out[f"{tag}_single_us"] = median_figure(single, "us", per_op=True)
-        out[f"{tag}_ratio_10"] = quantity(
-            runs[(workload, "pipeline", sizes[0])].median / runs[(workload, "one command", sizes[0])].median, "x"
+        out[f"{tag}_ratio_10"] = ratio_figure(
+            runs[(workload, "pipeline", sizes[0])], runs[(workload, "one command", sizes[0])]
         )
     out["reply_pipeline"] = quantity(reply["pipeline"], "bytes")
     out["reply_mget"] = quantity(reply["one command"], "bytes")
