@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 
 from . import results
 from .errors import LabError
-from .measure import Measurement, show_progress
+from .measure import Measurement, repeat_rule, show_progress
 from .paths import REPO, tools_dir
 from .server import PREFIX
 
@@ -82,7 +82,8 @@ def jbang_jar() -> Path:
 
 
 def jbang_env() -> dict:
-    return dict(os.environ, JBANG_NO_VERSION_CHECK="true", PIPELAB_PREFIX=PREFIX)  # the examples' key prefix
+    # The examples' key prefix, and when they take more rounds than asked (LabSupport.RepeatRule).
+    return dict(os.environ, JBANG_NO_VERSION_CHECK="true", PIPELAB_PREFIX=PREFIX, PIPELAB_REPEAT_RULE=repeat_rule())
 
 
 def jbang_argv(args: list[str]) -> list[str]:

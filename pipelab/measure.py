@@ -113,10 +113,24 @@ def progress(iterable: Iterable, desc: str, total: int | None = None):
 # would take the extra rounds past the time the first ones took (at least EXTRA_FLOOR_S, at most
 # EXTRA_CAP_S), or MAX_FACTOR × repeat rounds.
 TARGET = 0.05
-EXTRA_FLOOR_S = 0.5
-EXTRA_CAP_S = 4.0
+EXTRA_FLOOR_S = 0.3
+EXTRA_CAP_S = 2.0
 MAX_FACTOR = 4
 WARMUP_MORE = 3
+
+
+def timed(run: Callable[[], object]) -> float:
+    """Seconds one call of `run` takes, starting from a collected heap: left alone, a full collection
+    fell inside every other call of a 10,000-command pipeline and doubled it (33 ms and 97 ms)."""
+    gc.collect()
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def repeat_rule() -> str:
+    """The rule above as the Java examples take it (PIPELAB_REPEAT_RULE): target, floor, cap, factor."""
+    return f"{TARGET},{EXTRA_FLOOR_S},{EXTRA_CAP_S},{MAX_FACTOR}"
 
 
 def _settled(samples: list[float]) -> bool:
@@ -162,19 +176,14 @@ def measure_interleaved(
     machine falls on all of them alike and their ratio can be taken round by round."""
     group = " / ".join(runs)
     results = [Measurement(label, ops, params=dict(params), paired_with=group) for label in runs]
-    timed = 0.0
+    first_rounds_s = 0.0
 
     def one_round(keep: bool) -> float:
         spent = 0.0
         for result, run in zip(results, runs.values()):
             if setup is not None:
                 setup()
-            # Every call starts from a collected heap: left alone, a full collection fell inside every
-            # other call of a 10,000-command pipeline and doubled it (33 ms and 97 ms, alternating).
-            gc.collect()
-            start = time.perf_counter()
-            run()
-            elapsed = time.perf_counter() - start
+            elapsed = timed(run)
             spent += elapsed
             (result.samples if keep else result.warmup).append(elapsed)
         return spent
@@ -185,9 +194,9 @@ def measure_interleaved(
     while warmup and len(warm) < warmup + WARMUP_MORE and (len(warm) < 2 or warm[-1] < 0.9 * warm[-2]):
         warm.append(one_round(keep=False))
     for _ in progress(range(repeat), desc=group):
-        timed += one_round(keep=True)
-    per_round = timed / max(repeat, 1)
-    budget = min(max(timed, EXTRA_FLOOR_S), EXTRA_CAP_S)
+        first_rounds_s += one_round(keep=True)
+    per_round = first_rounds_s / max(repeat, 1)
+    budget = min(max(first_rounds_s, EXTRA_FLOOR_S), EXTRA_CAP_S)
     extra = 0.0
     while (
         not all(_settled(r.samples) for r in results)

@@ -20,10 +20,20 @@ def quantity(value, unit: str, text: str | None = None, interval: tuple[float, f
     figure = {"value": value, "unit": unit, "text": text if value is not None and text else format_value(value, unit)}
     if interval is not None and value is not None:
         figure["interval"] = [interval[0], interval[1]]
-        figure["interval_text"] = f"{format_value(interval[0], unit)} – {format_value(interval[1], unit)}"
+        figure["interval_text"] = format_interval(interval[0], interval[1], unit)
     return figure
 
 
+def format_interval(lo: float, hi: float, unit: str) -> str:
+    """Both bounds as the unit prints them, with three significant digits where that would print
+    two different bounds the same ("0.300 µs – 0.320 µs", not "0.3 µs – 0.3 µs")."""
+    low, high = format_value(lo, unit), format_value(hi, unit)
+    if low == high and lo != hi and unit in SUFFIX:
+        low, high = (f"{v:#.3g}{SUFFIX[unit]}" for v in (lo, hi))
+    return f"{low} – {high}"
+
+
+SUFFIX = {"x": "x", "us": " µs", "ms": " ms", "s": " s", "ops/s": " ops/s", "%": "%", "num": ""}
 SCALES = {"s": 1.0, "ms": 1e3, "us": 1e6}
 
 

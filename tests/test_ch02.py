@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import matplotlib
 import pytest
 
-from pipelab import Measurement, observe, results
+from pipelab import Measurement, observe, placement, results
 from pipelab.chapters import ch02
+from pipelab.lab import Lab
 from tests.conftest import document, unavailable
 
 matplotlib.use("Agg")
@@ -180,3 +183,25 @@ def test_the_book_runs_every_depth_up_to_8192_in_every_client():
     full = ch02.DEPTHS.full
     assert full[0] == 1 and full[-1] == 8_192 and all(b == 2 * a for a, b in zip(full, full[1:]))
     assert ch02.java_depths(full) == sorted(full + [ch02.BENCH_DEPTH])  # Jedis and redis-benchmark get them all
+
+
+def test_placement_moves_only_a_server_the_lab_started_and_puts_it_back(lab, session):
+
+    placed = ch02.measure_placement(lab, 100, 3)
+    if not placement.enabled():
+        assert isinstance(placed, str)
+        return
+    assert set(placed) == {"separate CPUs", "one CPU"}
+    assert all(len(m.samples) == 3 and m.paired_with == "placement" for m in placed.values())
+    assert os.sched_getaffinity(lab.server_pid) == placement.server_cpus(), "the server is back on its CPU"
+    summary = ch02.placement_summary(placed)
+    assert summary["separate_vs_together"]["interval"], "the ratio carries its interval"
+    foreign = Lab(dict(session.describe(), owned=False), quick=True)
+    assert isinstance(ch02.measure_placement(foreign, 100, 3), str), "a server the lab did not start stays put"
+
+
+def test_the_lab_records_where_each_side_ran(executed_notebooks):
+    env = results.load("ch01/ping-10k")["environment"]
+    assert env["placement"]["client_cpus"] and "policy" in env["placement"]
+    if env["placement"]["policy"].startswith("server and clients"):
+        assert set(env["placement"]["server_cpus"]).isdisjoint(env["placement"]["client_cpus"])

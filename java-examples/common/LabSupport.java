@@ -524,13 +524,14 @@ final class LabSupport {
         for (int i = 0; i < s.repeat(); i++) {
             spent += timedRound(reset, tasks, verify, timed);
         }
-        // More rounds while a median's interval is wider than ±5%, within the time the first
-        // rounds took (0.5 s at least, 4 s at most) and MAX_FACTOR times as many rounds.
-        double budget = Math.min(Math.max(spent, 0.5), 4.0);
+        // More rounds while a median's interval is wider than the harness's target, within the time
+        // the first rounds took (bounded both ways) and a multiple of `repeat`: RepeatRule.
+        double budget = RULE == null ? 0 : Math.min(Math.max(spent, RULE.floorS()), RULE.capS());
         double perRound = spent / Math.max(1, s.repeat());
         double extra = 0;
-        while (timed.values().stream().anyMatch(samples -> !settled(samples)) && extra + perRound <= budget
-                && timed.values().iterator().next().size() < MAX_FACTOR * s.repeat()) {
+        while (RULE != null && timed.values().stream().anyMatch(samples -> !settled(samples, RULE.target()))
+                && extra + perRound <= budget
+                && timed.values().iterator().next().size() < RULE.maxFactor() * s.repeat()) {
             extra += timedRound(reset, tasks, verify, timed);
         }
         Map<String, Samples> out = new LinkedHashMap<>();
@@ -548,8 +549,24 @@ final class LabSupport {
         return out;
     }
 
-    /** Rounds of recorded iterations go on, while unsettled, up to this many times `repeat`. */
-    static final int MAX_FACTOR = 4;
+    /**
+     * When more rounds are taken: the harness's rule (pipelab/measure.py), passed in
+     * PIPELAB_REPEAT_RULE as "target,floor seconds,cap seconds,max factor". Run by hand,
+     * without it, an example takes exactly `repeat` rounds.
+     */
+    record RepeatRule(double target, double floorS, double capS, int maxFactor) {
+        static RepeatRule fromEnv() {
+            String rule = System.getenv("PIPELAB_REPEAT_RULE");
+            if (rule == null || rule.isBlank()) {
+                return null;
+            }
+            String[] parts = rule.split(",");
+            return new RepeatRule(Double.parseDouble(parts[0]), Double.parseDouble(parts[1]),
+                    Double.parseDouble(parts[2]), Integer.parseInt(parts[3]));
+        }
+    }
+
+    static final RepeatRule RULE = RepeatRule.fromEnv();
 
     private static double timedRound(Step reset, Map<String, Step> tasks, Step verify,
                                      Map<String, List<double[]>> timed) throws Exception {
@@ -563,11 +580,11 @@ final class LabSupport {
     }
 
     /**
-     * Whether the median's 95% interval is within ±5%: the distribution-free interval between
+     * Whether the median's 95% interval is within ±target: the distribution-free interval between
      * the order statistics n/2 ∓ 0.98·√n (no interval under 6 samples). The harness's bootstrap
      * intervals, computed afterwards from the same samples, are what the book prints.
      */
-    static boolean settled(List<double[]> samples) {
+    static boolean settled(List<double[]> samples, double target) {
         int n = samples.size();
         if (n < 6) {
             return false;
@@ -576,7 +593,7 @@ final class LabSupport {
         int lo = Math.max(0, (int) Math.floor(n / 2.0 - 0.98 * Math.sqrt(n)));
         int hi = Math.min(n - 1, (int) Math.ceil(n / 2.0 + 0.98 * Math.sqrt(n)));
         double median = sorted[n / 2];
-        return median > 0 && (sorted[hi] - sorted[lo]) / 2 / median <= 0.05;
+        return median > 0 && (sorted[hi] - sorted[lo]) / 2 / median <= target;
     }
 
     /** One iteration: {wall seconds, CPU seconds} of `task`, with reset before and verify after, untimed. */

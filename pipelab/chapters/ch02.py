@@ -11,8 +11,8 @@ import numpy as np
 import redis
 from matplotlib.figure import Figure
 
-from .. import observe, plots
-from ..measure import Measurement
+from .. import observe, placement, plots
+from ..measure import Measurement, timed
 from ..params import Size
 from ..resp import connect, encode, read_bytes
 from ..results import md_table, median_figure, quantity, rate_figure, ratio_figure
@@ -523,6 +523,48 @@ def busy_loop_summary(latencies: dict, switches: dict) -> dict:
         "ctx_server_one_by_one": quantity(switches[one]["server"], "num"),
         "ctx_client_pipelined": quantity(switches[piped]["client"], "num"),
         "ctx_server_pipelined": quantity(switches[piped]["server"], "num"),
+    }
+
+
+# --- where the two processes run -----------------------------------------------------------------
+
+N_PLACE = Size(full=5_000, quick=500)  # PINGs one by one per sample
+PLACE_REPEAT = Size(full=9, quick=3)
+
+
+def measure_placement(lab, n: int, repeat: int) -> dict[str, Measurement] | str:
+    """Seconds for `n` PINGs one by one with the server on a CPU of its own (the book's placement) and
+    moved onto this kernel's CPU, taking turns round by round; put back afterwards. A server the lab
+    did not start is never moved: then the reason, instead."""
+    if not (lab.owned and lab.server_pid and placement.enabled()):
+        return "the lab did not start this server, or this machine has a single CPU: nothing was moved"
+    shared, own = placement.client_cpus(), placement.server_cpus()
+    ways = {"separate CPUs": own, "one CPU": {min(shared)}}
+    r = lab.client()
+    ms = {way: Measurement(f"{n:,} PINGs one by one, {way}", n, paired_with="placement") for way in ways}
+    try:
+        for round_no in range(1 + repeat):  # the first round warms up
+            for way, cpus in ways.items():
+                placement.pin(lab.server_pid, cpus)
+                time.sleep(0.05)  # let the server settle where it was put
+                ping_latencies(r, 200)
+                elapsed = timed(lambda: [r.ping() for _ in range(n)])
+                (ms[way].warmup if round_no == 0 else ms[way].samples).append(elapsed)
+    finally:
+        placement.pin(lab.server_pid, own)
+        r.close()
+    for way, m in ms.items():
+        m.params.update(placement=way, server_cpus=sorted(ways[way]), client_cpus=sorted(shared))
+        m.stopped = f"{repeat} rounds"
+    return ms
+
+
+def placement_summary(ms: dict[str, Measurement]) -> dict:
+    apart, together = ms["separate CPUs"], ms["one CPU"]
+    return {
+        "separate_us": median_figure(apart, "us", per_op=True),
+        "together_us": median_figure(together, "us", per_op=True),
+        "separate_vs_together": ratio_figure(apart, together),
     }
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import statistics
-import time
 
 import matplotlib.pyplot as plt
 import redis
@@ -11,7 +10,7 @@ import redis.asyncio
 from matplotlib.figure import Figure
 
 from ... import observe, plots, stats
-from ...measure import Measurement
+from ...measure import Measurement, timed
 from ...params import Size
 from ...results import md_table, median_figure, quantity, ratio_figure
 from ...server import Endpoint
@@ -104,9 +103,7 @@ def measure_variadic(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[
                         reset()
                     before = observe.command_stats(r)
                     with counters.measure() as delta:
-                        started = time.perf_counter()
-                        call()
-                        elapsed = time.perf_counter() - started
+                        elapsed = timed(call)
                     after = observe.command_stats(r)
                     m = ms[shape]
                     if round_no == 0:
