@@ -44,6 +44,9 @@ def test_agreement_counts_agreeing_figures_and_names_every_flip(tmp_path, capsys
     assert figures["spread_a"][0] == pytest.approx(0.2) and figures["spread_b"][0] == pytest.approx(2 / 3)
     assert cli.main(["agreement", str(a), str(b)]) == 0
     assert "direction flips" in capsys.readouterr().out
+    saved = json.loads(agreement.save(figures, "a", "b", figures["rows"], target=tmp_path / "ref").read_text())
+    assert saved["summary"]["within_pct"]["value"] == 50 and saved["summary"]["flips"]["value"] == 1
+    assert saved["params"]["per_chapter"][0]["chapter"] == "ch01"
 
 
 def test_agreement_refuses_a_tree_without_results_in_one_sentence(tmp_path):

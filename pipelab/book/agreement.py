@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import paths
+from .. import paths, results
 from ..errors import LabError
 from . import markers
 
@@ -136,7 +136,7 @@ def _pct(pair: tuple[int, int]) -> str:
 
 
 def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
-    """The text `pipelab agreement` prints, and its figures."""
+    """The text `pipelab agreement` prints, and its figures (with "rows", the per-chapter ones)."""
     a, b = load(resolve(run_a)), load(resolve(run_b))
     found = pairs(a, b)
     if not found:
@@ -178,7 +178,8 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
                 f"90th percentile {percentile(spread, 0.9):.0%}, of {len(spread)} measurements"
             )
     lines.append("per chapter: within ±15% | ratios within ±20% | flips | median spread A, B")
-    for row in chapter_rows(found, a, b):
+    figures["rows"] = chapter_rows(found, a, b)
+    for row in figures["rows"]:
         lines.append(
             f"  {row['chapter']}: {_pct(row['within'])} | {_pct(row['ratios_within'])} | {row['flips']} | "
             f"{row['spread_a']:.0%}, {row['spread_b']:.0%}"
@@ -188,3 +189,37 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
         noise = {True: "beyond noise", False: "within noise", None: "no interval"}[p.beyond_noise]
         lines.append(f"  x{p.factor:6.2f}  {p.name}#{p.key}: {p.a['text']} against {p.b['text']} ({noise})")
     return "\n".join(lines), figures
+
+
+SAVED = "book/agreement"  # `pipelab agreement A B --save`: the method page prints it
+
+
+def save(figures: dict, run_a: str, run_b: str, rows: list[dict], target: Path | None = None) -> Path:
+    """The comparison as a results file beside the reference, so that the method page's figures
+    come from it: shares in %, flips as counts, spreads in %."""
+
+    def pct(pair) -> dict:
+        hit, total = pair
+        return results.quantity(100 * hit / total if total else None, "%")
+
+    summary = {
+        "figures": results.quantity(figures["within"][1], "count"),
+        "within_pct": pct(figures["within"]),
+        "measured_within_pct": pct(figures["measured_within"]),
+        "ratios_within_pct": pct(figures["ratios_within"]),
+        "beyond_noise_pct": pct(figures["beyond_noise"]),
+        "flips": results.quantity(figures["flips"], "count"),
+        "flips_in_prose": results.quantity(figures["flips_in_prose"], "count"),
+    }
+    for side in ("a", "b"):
+        median, p90 = figures[f"spread_{side}"] or (None, None)
+        summary[f"spread_median_{side}_pct"] = results.quantity(median and 100 * median, "%")
+        summary[f"spread_p90_{side}_pct"] = results.quantity(p90 and 100 * p90, "%")
+    per_chapter = [{**row, "within": list(row["within"]), "ratios_within": list(row["ratios_within"])} for row in rows]
+    return results.save(
+        SAVED,
+        environment={"run_a": run_a, "run_b": run_b},
+        params={"per_chapter": per_chapter, "within": WITHIN, "ratio_within": RATIO_WITHIN},
+        summary=summary,
+        base=target or paths.reference_dir(),
+    )

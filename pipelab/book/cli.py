@@ -78,8 +78,11 @@ def cmd_reference(args) -> int:
 
 
 def cmd_agreement(args) -> int:
-    text, _ = agreement.report(args.run_a, args.run_b, largest=args.largest)
+    text, figures = agreement.report(args.run_a, args.run_b, largest=args.largest)
     print(text)
+    if args.save:
+        path = agreement.save(figures, args.run_a, args.run_b, figures["rows"])
+        print(f"pipelab: saved as {path.relative_to(REPO)} (the method page prints it; commit it)")
     return 0
 
 
@@ -197,6 +200,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("run_a", help="a results tree (chNN/*.json), or 'results' (build/results) or 'reference'")
     g.add_argument("run_b", help="the same, for the other run")
     g.add_argument("--largest", type=int, default=15, help="how many of the largest moves to list")
+    g.add_argument("--save", action="store_true", help="keep the figures beside the reference, for the method page")
     g.set_defaults(func=cmd_agreement)
     c = sub.add_parser("course", help="run and time every exercise's solution (Python and Java)")
     c.add_argument("--quick", action="store_true", help="one run each, small sizes")

@@ -12,7 +12,7 @@ import redis
 from matplotlib.figure import Figure
 
 from .. import observe, placement, plots
-from ..measure import Measurement, timed
+from ..measure import Measurement, settled_heap, timed
 from ..params import Size
 from ..resp import connect, encode, read_bytes
 from ..results import md_table, median_figure, quantity, rate_figure, ratio_figure
@@ -543,13 +543,14 @@ def measure_placement(lab, n: int, repeat: int) -> dict[str, Measurement] | str:
     r = lab.client()
     ms = {way: Measurement(f"{n:,} PINGs one by one, {way}", n, paired_with="placement") for way in ways}
     try:
-        for round_no in range(1 + repeat):  # the first round warms up
-            for way, cpus in ways.items():
-                placement.pin(lab.server_pid, cpus)
-                time.sleep(0.05)  # let the server settle where it was put
-                ping_latencies(r, 200)
-                elapsed = timed(lambda: [r.ping() for _ in range(n)])
-                (ms[way].warmup if round_no == 0 else ms[way].samples).append(elapsed)
+        with settled_heap():
+            for round_no in range(1 + repeat):  # the first round warms up
+                for way, cpus in ways.items():
+                    placement.pin(lab.server_pid, cpus)
+                    time.sleep(0.05)  # let the server settle where it was put
+                    ping_latencies(r, 200)
+                    elapsed = timed(lambda: [r.ping() for _ in range(n)])
+                    (ms[way].warmup if round_no == 0 else ms[way].samples).append(elapsed)
     finally:
         placement.pin(lab.server_pid, own)
         r.close()

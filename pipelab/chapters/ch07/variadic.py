@@ -10,7 +10,7 @@ import redis.asyncio
 from matplotlib.figure import Figure
 
 from ... import observe, plots, stats
-from ...measure import Measurement, timed
+from ...measure import Measurement, settled_heap, timed
 from ...params import Size
 from ...results import md_table, median_figure, quantity, ratio_figure
 from ...server import Endpoint
@@ -97,22 +97,8 @@ def measure_variadic(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[
                 shape: Measurement(f"{workload}, {shape}, {n:,} keys", n, paired_with=group, stopped=f"{repeat} rounds")
                 for shape in shapes
             }
-            for round_no in range(1 + repeat):  # the first round warms up (a fresh server touches its pages)
-                for shape, (call, reset) in runs.items():
-                    if reset:
-                        reset()
-                    before = observe.command_stats(r)
-                    with counters.measure() as delta:
-                        elapsed = timed(call)
-                    after = observe.command_stats(r)
-                    m = ms[shape]
-                    if round_no == 0:
-                        m.warmup.append(elapsed)
-                        continue
-                    m.samples.append(elapsed)
-                    usec = sum(after.get(c, (0, 0))[1] - before.get(c, (0, 0))[1] for c in COUNTED[workload])
-                    m.params.setdefault("server_us_per_key_samples", []).append(usec / n)
-                    m.params.setdefault("server_cpu_us_per_key_samples", []).append(delta.server_cpu_s * 1e6 / n)
+            with settled_heap():
+                rounds(runs, ms, repeat, counters, r, workload, n)
             for shape, m in ms.items():
                 m.params.update(
                     workload=workload,
@@ -127,6 +113,27 @@ def measure_variadic(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[
     counters.close()
     r.close()
     return out
+
+
+def rounds(runs: dict, ms: dict, repeat: int, counters, r, workload: str, n: int) -> None:
+    """One untimed round, then `repeat` rounds of every shape in turn, each call with its own
+    server readings."""
+    for round_no in range(1 + repeat):  # the first round warms up (a fresh server touches its pages)
+        for shape, (call, reset) in runs.items():
+            if reset:
+                reset()
+            before = observe.command_stats(r)
+            with counters.measure() as delta:
+                elapsed = timed(call)
+            after = observe.command_stats(r)
+            m = ms[shape]
+            if round_no == 0:
+                m.warmup.append(elapsed)
+                continue
+            m.samples.append(elapsed)
+            usec = sum(after.get(c, (0, 0))[1] - before.get(c, (0, 0))[1] for c in COUNTED[workload])
+            m.params.setdefault("server_us_per_key_samples", []).append(usec / n)
+            m.params.setdefault("server_cpu_us_per_key_samples", []).append(delta.server_cpu_s * 1e6 / n)
 
 
 def _variadic_calls(r, fn, workload: str, keys: list[str], members: list[str]):
