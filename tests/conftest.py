@@ -333,6 +333,12 @@ def java_examples_run(build: Path) -> set[str]:
     return set(log.read_text().split()) if log.exists() else set()
 
 
+def beyond(figure: dict, bound: float) -> bool:
+    """Whether a measured figure is above `bound` beyond its own noise: the low end of its 95%
+    interval is (the figure itself, where it has none)."""
+    return (figure.get("interval") or [figure["value"]])[0] > bound
+
+
 def document(base: Path, name: str, measurements=(), **fields) -> dict:
     """A results document as the site and the plots get it: written under `base` and read back
     (Measurements rebuilt, dict keys turned to text by JSON)."""

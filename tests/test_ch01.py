@@ -13,7 +13,7 @@ import redis
 from pipelab import Measurement
 from pipelab.chapters import ch01
 from pipelab.server import EmbeddedRedis, free_port
-from tests.conftest import document, saved
+from tests.conftest import beyond, document, saved
 
 
 def test_three_pings_in_one_write_get_three_pongs(lab):
@@ -61,8 +61,9 @@ def test_a_pipelined_handshake_gates_every_command_behind_it():
 def test_the_notebook_saved_the_handshake_and_every_experiment(executed_notebooks):
     assert saved("ch01/handshake")["summary"]["wrong_auth_pongs"]["value"] == 0
     ping = saved("ch01/ping-10k")["summary"]
-    assert ping["python_speedup"]["value"] > 1 and ping["jedis_speedup"]["value"] > 1
-    assert saved("ch01/sadd")["summary"]["jedis_speedup"]["value"] > 1
+    # Pipelining wins beyond the noise of the run: the low end of each speed-up's interval.
+    assert beyond(ping["python_speedup"], 1) and beyond(ping["jedis_speedup"], 1), ping
+    assert beyond(saved("ch01/sadd")["summary"]["jedis_speedup"], 1)
 
 
 def runs(*medians, ops=100):
