@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from tqdm.auto import tqdm
 
 from . import stats
+from .paths import env_flag
 
 
 @dataclass
@@ -116,6 +117,7 @@ def progress(iterable: Iterable, desc: str, total: int | None = None):
 TARGET = 0.05
 EXTRA_FLOOR_S = 0.3
 EXTRA_CAP_S = 2.0
+QUICK_EXTRA_CAP_S = 0.3  # quick mode (the tests') checks directions, not figures: little extra time
 MAX_FACTOR = 4
 WARMUP_MORE = 3
 
@@ -149,9 +151,13 @@ def timed(run: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+def extra_cap_s() -> float:
+    return QUICK_EXTRA_CAP_S if env_flag("PIPELAB_QUICK") else EXTRA_CAP_S
+
+
 def repeat_rule() -> str:
     """The rule above as the Java examples take it (PIPELAB_REPEAT_RULE): target, floor, cap, factor."""
-    return f"{TARGET},{EXTRA_FLOOR_S},{EXTRA_CAP_S},{MAX_FACTOR}"
+    return f"{TARGET},{min(EXTRA_FLOOR_S, extra_cap_s())},{extra_cap_s()},{MAX_FACTOR}"
 
 
 def _settled(samples: list[float]) -> bool:
@@ -211,7 +217,7 @@ def measure_interleaved(
     with settled_heap():
         first_rounds_s = _rounds(one_round, warmup, repeat, group)
         per_round = first_rounds_s / max(repeat, 1)
-        budget = min(max(first_rounds_s, EXTRA_FLOOR_S), EXTRA_CAP_S)
+        budget = min(max(first_rounds_s, EXTRA_FLOOR_S), extra_cap_s())
         extra = 0.0
         while (
             not all(_settled(r.samples) for r in results)

@@ -103,6 +103,8 @@ def run_notebooks(
     """Execute the notebooks; with `server` (the server's identity) and not `fresh`, a chapter whose
     inputs are unchanged since its last run keeps its results and is not measured again."""
     attach_kernels(session_env)
+    # The kernels (and the JVMs they start) read quick mode here too: it shortens measure's extra rounds.
+    os.environ["PIPELAB_QUICK"] = "1" if quick else "0"
     done = []
     for source in notebooks(only):
         last = inputs.last_run(source) if server else None
