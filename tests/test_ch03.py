@@ -78,7 +78,7 @@ def fake_runs(n=1000):
 
 def test_the_sadd_table_has_one_row_per_mode_from_the_frame_and_leaves_demonstrations_out():
     runs, wire = fake_runs()
-    table = ch03.sadd_table(runs, wire, 3, 1000)
+    table = ch03.sadd_table(runs, wire, 1000)
     assert table.count("\n") == 2 + 8 - 1  # header, rule, eight modes
     assert "| Jedis | pipeline | 20.0 ms | 20.00 µs | 18.0–24.0 ms | sadd 1,000 · multi 1 · exec 1 |" in table
     assert "shared_conn_wait" not in table
@@ -86,7 +86,7 @@ def test_the_sadd_table_has_one_row_per_mode_from_the_frame_and_leaves_demonstra
 
 def test_the_sadd_summary_finds_each_clients_best_mode_and_the_ratios():
     runs, wire = fake_runs()
-    s = ch03.sadd_summary((runs, wire, 1000), ({}, {}, 300), 3)
+    s = ch03.sadd_summary((runs, wire, 1000), ({}, {}, 300))
     assert s["jedis_best_mode"]["text"] == "pipeline" and s["jedis_speedup"]["value"] == pytest.approx(40)
     assert s["redisson_vs_jedis"]["value"] == pytest.approx(3)
     assert s["redispy_transaction_vs_pipeline"]["value"] == pytest.approx(1.5)

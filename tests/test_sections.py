@@ -136,7 +136,11 @@ def test_every_java_section_on_the_site_is_run_by_the_quick_book(path, section, 
 
 def test_the_checks_find_what_they_look_for():
     """The parsers above, on this repository's own files (a check that finds nothing proves nothing)."""
-    assert python_definitions("pipelab/measure.py", section_span("pipelab/measure.py", "measure")) == ["measure"]
+    assert python_definitions("pipelab/measure.py", section_span("pipelab/measure.py", "measure")) == [
+        "measure",
+        "measure_interleaved",
+        "_rounds",
+    ]
     assert "Probe" in python_definitions(
         "pipelab/chapters/ch04/instruments.py", section_span("pipelab/chapters/ch04/instruments.py", "instruments")
     )
