@@ -117,7 +117,7 @@ def progress(iterable: Iterable, desc: str, total: int | None = None):
 TARGET = 0.05
 EXTRA_FLOOR_S = 0.3
 EXTRA_CAP_S = 2.0
-QUICK_EXTRA_CAP_S = 0.3  # quick mode (the tests') checks directions, not figures: little extra time
+JAVA_WARMUP_MORE = 5  # the JIT takes longer to settle than CPython's caches
 MAX_FACTOR = 4
 WARMUP_MORE = 3
 
@@ -151,13 +151,15 @@ def timed(run: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def extra_cap_s() -> float:
-    return QUICK_EXTRA_CAP_S if env_flag("PIPELAB_QUICK") else EXTRA_CAP_S
+def adaptive() -> bool:
+    """Quick mode (the tests') checks directions, not figures: exactly the asked-for rounds there."""
+    return not env_flag("PIPELAB_QUICK")
 
 
 def repeat_rule() -> str:
-    """The rule above as the Java examples take it (PIPELAB_REPEAT_RULE): target, floor, cap, factor."""
-    return f"{TARGET},{min(EXTRA_FLOOR_S, extra_cap_s())},{extra_cap_s()},{MAX_FACTOR}"
+    """The rule above as the Java examples take it (PIPELAB_REPEAT_RULE): target, floor, cap, factor
+    and warm-up rounds beyond the asked-for ones; "" in quick mode."""
+    return f"{TARGET},{EXTRA_FLOOR_S},{EXTRA_CAP_S},{MAX_FACTOR},{JAVA_WARMUP_MORE}" if adaptive() else ""
 
 
 def _settled(samples: list[float]) -> bool:
@@ -217,7 +219,7 @@ def measure_interleaved(
     with settled_heap():
         first_rounds_s = _rounds(one_round, warmup, repeat, group)
         per_round = first_rounds_s / max(repeat, 1)
-        budget = min(max(first_rounds_s, EXTRA_FLOOR_S), extra_cap_s())
+        budget = min(max(first_rounds_s, EXTRA_FLOOR_S), EXTRA_CAP_S) if adaptive() else 0.0
         extra = 0.0
         while (
             not all(_settled(r.samples) for r in results)
@@ -237,7 +239,8 @@ def _rounds(one_round: Callable[[bool], float], warmup: int, repeat: int, group:
     # Warm up until a round is no longer clearly faster than the one before (caches, JIT, connections),
     # at least `warmup` rounds (two, to compare) and at most WARMUP_MORE beyond them.
     warm = [one_round(keep=False) for _ in range(warmup)]
-    while warmup and len(warm) < warmup + WARMUP_MORE and (len(warm) < 2 or warm[-1] < 0.9 * warm[-2]):
+    more = WARMUP_MORE if adaptive() else 0
+    while warmup and len(warm) < warmup + more and (len(warm) < 2 or warm[-1] < 0.9 * warm[-2]):
         warm.append(one_round(keep=False))
     for _ in progress(range(repeat), desc=group):
         first_rounds_s += one_round(keep=True)

@@ -45,6 +45,7 @@ def test_interleaved_rounds_alternate_and_are_marked_paired():
 
 
 def test_repetitions_stop_at_the_target_or_say_the_time_cap_stopped_them(monkeypatch):
+    monkeypatch.setenv("PIPELAB_QUICK", "0")
     steady = measure("steady", lambda: time.sleep(0.002), ops=1, repeat=5, warmup=1)
     assert len(steady.samples) == 5 and "time cap" not in steady.stopped, steady.stopped
     monkeypatch.setattr(importlib.import_module("pipelab.measure"), "EXTRA_FLOOR_S", 0.05)
@@ -65,3 +66,23 @@ def test_figures_carry_their_interval_and_ratios_pair_when_they_can():
     assert rate["interval"][0] <= rate["value"] <= rate["interval"][1]
     assert "interval" not in results.quantity(12, "count"), "a count carries none"
     assert "interval" not in results.ratio_figure(Measurement("a", 1, [1.0]), Measurement("b", 1, [2.0]))
+
+
+def test_quick_mode_takes_exactly_the_asked_for_rounds_here_and_in_java(monkeypatch):
+    monkeypatch.setenv("PIPELAB_QUICK", "1")
+    rng = random.Random(4)
+    noisy = measure("noisy", lambda: time.sleep(rng.choice([0.0005, 0.004])), ops=1, repeat=3, warmup=1)
+    assert len(noisy.samples) == 3 and len(noisy.warmup) == 1
+    assert importlib.import_module("pipelab.measure").repeat_rule() == ""
+    monkeypatch.setenv("PIPELAB_QUICK", "0")
+    target, floor, cap, factor, warmup_more = importlib.import_module("pipelab.measure").repeat_rule().split(",")
+    assert float(target) == 0.05 and int(factor) == 4 and int(warmup_more) > 0
+
+
+def test_the_reference_was_measured_in_turns_with_intervals_and_placement():
+    doc = results.load("ch01/ping-10k", importlib.import_module("pipelab.paths").reference_dir())
+    java = [m for m in doc["measurements"] if m.label.startswith("Jedis")]
+    assert java and all(m.paired_with == java[0].paired_with != "" for m in java), "Jedis modes took turns"
+    assert all(len(m.samples) >= doc["params"].get("repeat", 5) for m in java)
+    assert all("interval" in doc["summary"][k] for k in ("python_speedup", "jedis_speedup"))
+    assert doc["environment"]["placement"]["client_cpus"]

@@ -67,7 +67,8 @@ def test_toxic_plan_refuses_what_toxiproxy_cannot_do(rtt):
         toxic_plan(rtt)
 
 
-def test_measure_warms_up_untimed_and_runs_setup_before_each_call():
+def test_measure_warms_up_untimed_and_runs_setup_before_each_call(monkeypatch):
+    monkeypatch.setenv("PIPELAB_QUICK", "0")
     calls, setups = [], []
     m = measure("x", lambda: calls.append(1), ops=10, repeat=4, warmup=2, setup=lambda: setups.append(1))
     assert len(calls) == len(setups) == m.calls

@@ -97,7 +97,7 @@ public class WatchRetry {
             int[] iteration = {0};
             Tally tally = new Tally();
             long[] last = new long[3]; // attempts, aborts, final of the latest iteration
-            long[] recorded = new long[2]; // aborts, increments over the recorded iterations
+            List<Long> aborts = new ArrayList<>(); // per iteration, warm-up included
             long[] allAttempts = {0}; // warm-up included, as the server's read counter is
 
             Map<String, Long> before = LabSupport.commandCalls(s);
@@ -119,10 +119,8 @@ public class WatchRetry {
                             + last[0] + " attempts and " + last[1] + " aborts; expected " + total);
                 }
                 allAttempts[0] += last[0];
-                if (iteration[0]++ >= s.warmup()) {
-                    recorded[0] += last[1];
-                    recorded[1] += total;
-                }
+                iteration[0]++;
+                aborts.add(last[1]);
             });
             // Each iteration's reset SET and check GET are one read each; the rest are the writers'.
             long reads = serverReads(control) - readsBefore - 2L * iteration[0];
@@ -131,7 +129,11 @@ public class WatchRetry {
             report.fact("jedis_w" + w + "_attempts", last[0]);
             report.fact("jedis_w" + w + "_aborts", last[1]);
             report.fact("jedis_w" + w + "_final", last[2]);
-            report.fact("jedis_w" + w + "_aborts_per_increment", Math.round(1000.0 * recorded[0] / recorded[1]) / 1000.0);
+            // The recorded iterations are the last ones; how many warm-ups came first varies.
+            long recordedAborts = aborts.subList(aborts.size() - watched.size(), aborts.size()).stream()
+                    .mapToLong(Long::longValue).sum();
+            report.fact("jedis_w" + w + "_aborts_per_increment",
+                    Math.round(1000.0 * recordedAborts / ((double) total * watched.size())) / 1000.0);
             report.fact("jedis_w" + w + "_reads_per_attempt", Math.round(100.0 * reads / allAttempts[0]) / 100.0);
 
             long[] blindFinal = {0};

@@ -305,21 +305,19 @@ final class JedisClusterTrap extends JedisTraps {
             modes.put("shared_pool", () -> withSharedPool(client, shared, keys));
             modes.put("one_node", () -> syncThenClose(client, oneNodeKeys));
             for (Map.Entry<String, LabSupport.Step> mode : modes.entrySet()) {
-                long[] started = {0};
                 long[] mark = {0};
-                int[] iteration = {0};
+                List<Long> started = new ArrayList<>(); // threads started, per iteration, warm-up included
                 LabSupport.Samples samples = LabSupport.measure(seed, () -> mark[0] = threads.getTotalStartedThreadCount(),
                         () -> {
                             for (int i = 0; i < PIPELINES_PER_SAMPLE; i++) {
                                 mode.getValue().run();
                             }
-                        }, () -> {
-                            if (iteration[0]++ >= seed.warmup()) {
-                                started[0] += threads.getTotalStartedThreadCount() - mark[0];
-                            }
-                        });
+                        }, () -> started.add(threads.getTotalStartedThreadCount() - mark[0]));
                 report.add(mode.getKey(), mode.getKey().replace('_', ' '), "pipelines", PIPELINES_PER_SAMPLE, samples);
-                double perPipeline = (double) started[0] / ((long) seed.repeat() * PIPELINES_PER_SAMPLE);
+                // The recorded iterations are the last ones; how many warm-ups came first varies.
+                long recorded = started.subList(started.size() - samples.size(), started.size()).stream()
+                        .mapToLong(Long::longValue).sum();
+                double perPipeline = (double) recorded / ((long) samples.size() * PIPELINES_PER_SAMPLE);
                 report.fact("threads_per_pipeline_" + mode.getKey(), LabSupport.round2(perPipeline));
                 report.fact("us_per_pipeline_" + mode.getKey(), Math.round(median(samples) * 1e6 / PIPELINES_PER_SAMPLE));
             }

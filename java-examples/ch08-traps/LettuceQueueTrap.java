@@ -52,10 +52,8 @@ final class LettuceQueueTrap extends LettuceTraps {
                     settle();
                     baseline[0] = heapAfterGc();
                 }, () -> queue(connection, keys, value, k, futures), () -> {
-                    long heap = heapAfterGc() - baseline[0]; // the queued commands are all still reachable
-                    if (iteration[0]++ >= s.warmup()) {
-                        heldRecorded.add(heap);
-                    }
+                    heldRecorded.add(heapAfterGc() - baseline[0]); // the queued commands are all still reachable
+                    iteration[0]++;
                     connection.flushCommands();
                     connection.setAutoFlushCommands(true);
                     awaitAllOk(futures, "queued SET");
@@ -65,7 +63,8 @@ final class LettuceQueueTrap extends LettuceTraps {
                     throw LabSupport.failure("the server ran " + sets + " SETs for " + iteration[0] + " runs of " + k);
                 }
                 report.add("queue_" + k, "queue " + k, "cmds", k, samples);
-                long median = medianOf(heldRecorded);
+                // The recorded iterations are the last ones; how many warm-ups came first varies.
+                long median = medianOf(heldRecorded.subList(heldRecorded.size() - samples.size(), heldRecorded.size()));
                 held.put(k, median);
                 report.fact("queued_" + k + "_heap_mb", round1(median / 1e6));
             }

@@ -431,8 +431,6 @@ final class LabSupport {
      * or null where the platform cannot tell. On Linux it ticks in steps of 10 ms, so it is
      * only meaningful over samples of a good fraction of a second.
      */
-    /** Warm-up rounds allowed beyond the asked-for ones while the JIT is still making rounds faster. */
-    static final int WARMUP_MORE = 5;
 
     private static final LongSupplier PROCESS_CPU_NANOS = processCpuClock();
 
@@ -499,7 +497,7 @@ final class LabSupport {
      * Times several ways of doing the same work in rounds, A B A B ..., so that a slow moment
      * of the machine falls on all of them alike; Report#paired records that their samples pair
      * up by round. Warm-up rounds go on while a round is over 10% faster than the one before,
-     * up to WARMUP_MORE beyond `warmup`.
+     * up to RepeatRule#warmupMore beyond `warmup`.
      */
     static Map<String, Samples> interleaved(Settings s, Step reset, Map<String, Step> tasks, Step verify)
             throws Exception {
@@ -510,7 +508,8 @@ final class LabSupport {
             warm.put(name, new ArrayList<>());
         });
         List<Double> warmRounds = new ArrayList<>();
-        while (warmRounds.size() < s.warmup() || (s.warmup() > 0 && warmRounds.size() < s.warmup() + WARMUP_MORE
+        int more = RULE == null ? 0 : RULE.warmupMore();
+        while (warmRounds.size() < s.warmup() || (s.warmup() > 0 && warmRounds.size() < s.warmup() + more
                 && (warmRounds.size() < 2 || warmRounds.get(warmRounds.size() - 1) < 0.9 * warmRounds.get(warmRounds.size() - 2)))) {
             double round = 0;
             for (Map.Entry<String, Step> task : tasks.entrySet()) {
@@ -551,10 +550,11 @@ final class LabSupport {
 
     /**
      * When more rounds are taken: the harness's rule (pipelab/measure.py), passed in
-     * PIPELAB_REPEAT_RULE as "target,floor seconds,cap seconds,max factor". Run by hand,
-     * without it, an example takes exactly `repeat` rounds.
+     * PIPELAB_REPEAT_RULE as "target,floor seconds,cap seconds,max factor,warm-up rounds
+     * beyond the asked-for ones". Run by hand, or in quick mode, without it, an example
+     * takes exactly its `warmup` and `repeat` rounds.
      */
-    record RepeatRule(double target, double floorS, double capS, int maxFactor) {
+    record RepeatRule(double target, double floorS, double capS, int maxFactor, int warmupMore) {
         static RepeatRule fromEnv() {
             String rule = System.getenv("PIPELAB_REPEAT_RULE");
             if (rule == null || rule.isBlank()) {
@@ -562,7 +562,7 @@ final class LabSupport {
             }
             String[] parts = rule.split(",");
             return new RepeatRule(Double.parseDouble(parts[0]), Double.parseDouble(parts[1]),
-                    Double.parseDouble(parts[2]), Integer.parseInt(parts[3]));
+                    Double.parseDouble(parts[2]), Integer.parseInt(parts[3]), Integer.parseInt(parts[4]));
         }
     }
 

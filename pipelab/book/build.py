@@ -103,8 +103,19 @@ def run_notebooks(
     """Execute the notebooks; with `server` (the server's identity) and not `fresh`, a chapter whose
     inputs are unchanged since its last run keeps its results and is not measured again."""
     attach_kernels(session_env)
-    # The kernels (and the JVMs they start) read quick mode here too: it shortens measure's extra rounds.
+    # The kernels (and the JVMs they start) read quick mode here too: no extra rounds in measure.
+    before = os.environ.get("PIPELAB_QUICK")
     os.environ["PIPELAB_QUICK"] = "1" if quick else "0"
+    try:
+        return _run_each(quick, only, server, fresh)
+    finally:
+        if before is None:
+            os.environ.pop("PIPELAB_QUICK", None)
+        else:
+            os.environ["PIPELAB_QUICK"] = before
+
+
+def _run_each(quick: bool, only: list[str] | None, server: str | None, fresh: bool) -> list[Path]:
     done = []
     for source in notebooks(only):
         last = inputs.last_run(source) if server else None
