@@ -258,6 +258,7 @@ def replicated_master(timeout_s: float = 10.0):
 def _unit(name: str, value) -> str:
     """The unit of a Java fact, read from its name's suffix."""
     for suffix, unit in (
+        ("_kb_s", "count"),  # a rate, not seconds
         ("_ms", "ms"),
         ("_us", "us"),
         ("_s", "s"),
