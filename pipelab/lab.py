@@ -181,6 +181,7 @@ class Lab:
         self.owned = bool(description.get("owned"))  # the lab started this Redis: it may reconfigure it
         self.server_pid = description.get("server_pid")
         self._java_clients: dict = {}
+        self._jvms: dict = {}  # alias: the collector and CPU count its JVM chose
         self._cluster: Cluster | None = None
 
     # --- sizes and connections -------------------------------------------------------------
@@ -242,6 +243,8 @@ class Lab:
         run = jbang.run_example(alias, target.host, target.port, *args)
         self._java_clients.update(run.clients)
         self._java_clients["java"] = run.data.get("java_version")
+        if jvm := run.data.get("jvm"):
+            self._jvms[alias] = f"{jvm['gc']}, {jvm['cpus']} CPU{'s' if jvm['cpus'] != 1 else ''}"
         return run
 
     def environment(self, **extra) -> dict:
@@ -250,6 +253,7 @@ class Lab:
                 client,
                 toxiproxy=self.proxy_note,
                 java_clients=dict(self._java_clients),
+                jvms=dict(self._jvms),
                 quick_mode=self.quick,
                 placement=placement.describe(self.server_pid),
                 **extra,

@@ -162,11 +162,13 @@ def test_a_change_to_an_examples_code_stales_the_chapters_that_ran_it(repo_copy)
 
 def test_a_workload_size_stales_exactly_its_chapter(repo_copy):
     assert repo_copy("pipelab/chapters/ch01.py", "N_PING = Size(full=10_000", "N_PING = Size(full=10_001") == ["01"]
-    assert repo_copy("pipelab/chapters/ch02.py", "N_PY = Size(full=20_000", "N_PY = Size(full=20_001") == ["02"]
+    assert repo_copy("pipelab/chapters/ch02/parameters.py", "N_PY = Size(full=20_000", "N_PY = Size(full=20_001") == [
+        "02"
+    ]
 
 
 def test_a_function_another_chapter_uses_stales_it_too(repo_copy):
-    stale = repo_copy("pipelab/chapters/ch02.py", "def get_in_batches(", "def get_in_batches(_unused=None, *, ")
+    stale = repo_copy("pipelab/chapters/ch02/batches.py", "def get_in_batches(", "def get_in_batches(_unused=None, *, ")
     assert stale == ["02", "06"]
 
 

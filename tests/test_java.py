@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 
@@ -134,6 +135,10 @@ def test_example_runs_quick_and_shows_its_direction(alias, jdk, lab):
 def test_the_depth_example_runs_the_depths_it_is_given_and_refuses_a_bad_list(jdk, lab):
     run = lab.java("ch02-depth", 500, 1, 0, "3,7")
     assert sorted(run.measurements()) == ["depth_3", "depth_7"]
+    jvm = run.data["jvm"]  # the JVM inherits this process's CPUs, and HotSpot picks its collector from them
+    assert jvm["cpus"] == len(os.sched_getaffinity(0)), jvm
+    assert jvm["gc"] == ("Serial" if jvm["cpus"] == 1 else "G1"), jvm
+    assert lab.environment()["jvms"]["ch02-depth"].startswith(f"{jvm['gc']}, {jvm['cpus']} CPU")
     with pytest.raises(LabError, match="depths must be a comma-separated list"):
         lab.java("ch02-depth", 500, 1, 0, "1,two")
 

@@ -96,7 +96,13 @@ def test_figure_formats_each_unit():
 
 
 def _fake_results(base, quick=False, **summary):
-    env = {"redis_version": "6.2.14", "quick_mode": quick, "java_clients": {"jedis": "8.0.2"}}
+    env = {
+        "redis_version": "6.2.14",
+        "quick_mode": quick,
+        "java_clients": {"jedis": "8.0.2"},
+        "jvms": {"ch01-ping": "Serial, 1 CPU"},
+        "placement": {"policy": "server and clients on separate CPUs", "client_cpus": [0], "server_cpus": [1]},
+    }
     results.save(
         "ch01/ping-10k",
         environment=env,
@@ -124,6 +130,8 @@ def test_report_puts_the_readers_figure_beside_the_published_one_and_the_referen
     assert "| Time per SADD, Jedis Pipeline | 5.0 µs | – | – | – | – |" in table
     env = report.environment_table("ch01", mine, ref)
     assert "jedis 8.0.2" in env and "reference machine" not in env
+    assert "| JVM per example (collector, CPUs it saw) | ch01-ping: Serial, 1 CPU |" in env
+    assert "| Placement | server and clients on separate CPUs; clients on CPU 0; server on CPU 1 |" in env
 
 
 def test_yours_against_the_reference_is_noise_unless_the_intervals_are_apart():

@@ -19,7 +19,7 @@
 // size is the commands per sample; at small depths a sample is capped at
 // MAX_ROUND_TRIPS batches so that depth 1 does not take minutes (see commandsPerSample).
 // depths is a comma-separated list: chapter 2's notebook passes the one the chapter declares
-// (pipelab/chapters/ch02.py), so the Java side keeps no list of its own.
+// (pipelab/chapters/ch02/parameters.py), so the Java side keeps no list of its own.
 
 import java.util.ArrayList;
 import java.util.List;

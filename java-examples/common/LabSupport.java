@@ -658,7 +658,7 @@ final class LabSupport {
     /**
      * Collects the samples of each mode, prints a readable line per mode as it goes, and
      * at the end exactly one machine-readable line for the Python harness:
-     * PIPELAB-RESULT {"example":...,"java_version":...,"clients":{...},"size":...,
+     * PIPELAB-RESULT {"example":...,"java_version":...,"jvm":{"gc":...,"cpus":...},"clients":{...},"size":...,
      * "repeat":...,"warmup":...,"modes":{"mode":[seconds,...],...} [,"fields":{"mode":{"depth":256,...}}]
      * [,"ops":{"mode":commands per sample,...}] [,"cpu_s":{"mode":[client CPU seconds,...],...}]
      * [,"warmup_s":{"mode":[seconds of each warm-up iteration,...],...}]
@@ -800,6 +800,7 @@ final class LabSupport {
             Map<String, Object> doc = new LinkedHashMap<>();
             doc.put("example", s.example());
             doc.put("java_version", System.getProperty("java.version"));
+            doc.put("jvm", jvm());
             doc.put("clients", clients);
             doc.put("size", s.size());
             doc.put("repeat", s.repeat());
@@ -829,6 +830,23 @@ final class LabSupport {
                 doc.put("facts", facts);
             }
             return toJson(doc);
+        }
+
+        /** The collector and CPU count this JVM chose: pinned to one CPU, HotSpot picks Serial and
+         *  sizes its pools for one, so two runs are only alike when these are. */
+        private static Map<String, Object> jvm() {
+            String gc = "unknown";
+            for (var bean : ManagementFactory.getGarbageCollectorMXBeans()) {
+                String name = bean.getName();
+                gc = name.startsWith("G1") ? "G1" : name.startsWith("PS ") ? "Parallel"
+                        : name.equals("Copy") || name.equals("MarkSweepCompact") ? "Serial"
+                        : name.startsWith("ZGC") ? "Z" : name.startsWith("Shenandoah") ? "Shenandoah" : name;
+                break;
+            }
+            Map<String, Object> jvm = new LinkedHashMap<>();
+            jvm.put("gc", gc);
+            jvm.put("cpus", Runtime.getRuntime().availableProcessors());
+            return jvm;
         }
 
         private static double sum(List<Double> values) {

@@ -21,9 +21,11 @@ ENV_FIELDS = [
     ("hiredis", "hiredis"),
     ("valkey_glide", "Valkey GLIDE (Python)"),
     ("java_clients", "Java clients"),
+    ("jvms", "JVM per example (collector, CPUs it saw)"),
     ("python", "Python"),
     ("cpu_count", "CPUs"),
     ("cpu_model", "CPU"),
+    ("placement", "Placement"),
     ("kernel", "Linux kernel"),
     ("toxiproxy", "RTT injection"),
     ("quick_mode", "Quick mode"),
@@ -37,6 +39,15 @@ def _environments(chapter: str, base: Path) -> list[dict]:
     return [doc["environment"] for doc in (results.load(n, base) for n in names) if doc]
 
 
+def _placement(p: dict) -> str:
+    cpus = [
+        f"{side} on CPU {', '.join(map(str, p[key]))}"
+        for side, key in (("clients", "client_cpus"), ("server", "server_cpus"))
+        if p.get(key)
+    ]
+    return "; ".join([p.get("policy", ""), *cpus])
+
+
 def environment_table(chapter: str, base: Path | None = None, reference: Path | None = None) -> str:
     lines = []
     envs = _environments(chapter, base or paths.results_dir())
@@ -47,7 +58,7 @@ def environment_table(chapter: str, base: Path | None = None, reference: Path | 
     merged: dict = {}
     for env in envs:
         for key, value in env.items():
-            if key == "java_clients" and isinstance(value, dict):
+            if key in ("java_clients", "jvms") and isinstance(value, dict):
                 merged.setdefault(key, {}).update(value)
             else:
                 merged.setdefault(key, value)
@@ -56,6 +67,10 @@ def environment_table(chapter: str, base: Path | None = None, reference: Path | 
         value = merged.get(key)
         if isinstance(value, bool):
             value = "yes" if value else "no"
+        elif key == "placement" and isinstance(value, dict):
+            value = _placement(value)
+        elif key == "jvms" and isinstance(value, dict):
+            value = "; ".join(f"{alias}: {jvm}" for alias, jvm in sorted(value.items())) or None
         elif isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items() if v) or None
         if value is not None:
