@@ -137,7 +137,8 @@ def test_the_depth_example_runs_the_depths_it_is_given_and_refuses_a_bad_list(jd
     assert sorted(run.measurements()) == ["depth_3", "depth_7"]
     jvm = run.data["jvm"]  # the JVM inherits this process's CPUs, and HotSpot picks its collector from them
     assert jvm["cpus"] == len(os.sched_getaffinity(0)), jvm
-    assert jvm["gc"] == ("Serial" if jvm["cpus"] == 1 else "G1"), jvm
+    # HotSpot's default: Serial on one CPU; G1 on more, unless memory is small (then Serial too).
+    assert (jvm["gc"] == "Serial") if jvm["cpus"] == 1 else (jvm["gc"] in ("G1", "Serial")), jvm
     assert lab.environment()["jvms"]["ch02-depth"].startswith(f"{jvm['gc']}, {jvm['cpus']} CPU")
     with pytest.raises(LabError, match="depths must be a comma-separated list"):
         lab.java("ch02-depth", 500, 1, 0, "1,two")
