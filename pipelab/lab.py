@@ -17,7 +17,7 @@ from pathlib import Path
 
 import redis
 
-from . import envinfo, jbang, placement, plots, results
+from . import envinfo, jbang, placement, plots, probe, results
 from .cluster import Cluster, open_cluster
 from .errors import LabError
 from .measure import Measurement, measure, measure_interleaved
@@ -256,6 +256,7 @@ class Lab:
                 jvms=dict(self._jvms),
                 quick_mode=self.quick,
                 placement=placement.describe(self.server_pid),
+                probe=probe.take(client),
                 **extra,
             )
 
@@ -308,6 +309,7 @@ def open_lab(quick: bool | None = None) -> Lab:
     if quick is None:
         quick = env_flag("PIPELAB_QUICK")
     placement.pin_clients()  # before any client, JVM or thread starts: they inherit the mask
+    placement.keep_cpus_awake()
     description = os.environ.get(SESSION_VAR)
     if description:
         return Lab(json.loads(description), quick)

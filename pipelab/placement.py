@@ -5,11 +5,17 @@ of an idle CPU per reply) and sometimes not, and the same 10,000 PINGs took 160 
 this book's 2-core VM. So the lab places them: the embedded server on the last CPU it may use, the
 notebook's kernel, its JVMs, redis-benchmark and toxiproxy (children inherit the mask) on the rest.
 With a single CPU, or PIPELAB_PLACEMENT=off, nothing is pinned, and the results say so.
+
+Where a CPU waits also matters: an idle vCPU that halts takes tens of microseconds, and a varying
+time, to wake for the next reply. So, where the user may, the lab asks the kernel to keep idle CPUs
+polling while it runs (a PM QoS latency of 0 µs on /dev/cpu_dma_latency, as latency benchmarks do),
+and lets go when the process ends. PIPELAB_CPU_IDLE=default leaves the kernel's choice alone.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 
 _ALLOWED = sorted(os.sched_getaffinity(0))  # read at import, before pin_clients narrows this process
 
@@ -50,13 +56,51 @@ def pin_clients() -> None:
         pin(os.getpid(), client_cpus())
 
 
+QOS_DEVICE = "/dev/cpu_dma_latency"
+_QOS: list = []  # the open request: the kernel honours it while the file stays open
+
+
+def keep_cpus_awake() -> bool:
+    """Hold a 0 µs PM QoS request (idle CPUs poll instead of halting); False where not allowed."""
+    if _QOS:
+        return True
+    if os.environ.get("PIPELAB_CPU_IDLE", "poll") != "poll":
+        return False
+    try:
+        request = open(QOS_DEVICE, "wb", buffering=0)  # held open: closing it ends the request
+        request.write(struct.pack("i", 0))
+    except OSError:  # no such device (macOS), or not root
+        return False
+    _QOS.append(request)
+    return True
+
+
+def let_cpus_sleep() -> None:
+    """Drop the request: idle CPUs halt again, as the kernel would have them."""
+    while _QOS:
+        _QOS.pop().close()
+
+
+def cpu_idle() -> str:
+    """How idle CPUs wait while the lab measures, as the results record it."""
+    if _QOS:
+        return f"polling (PM QoS 0 µs on {QOS_DEVICE})"
+    if os.environ.get("PIPELAB_CPU_IDLE", "poll") != "poll":
+        return "the kernel's default (PIPELAB_CPU_IDLE=default)"
+    return f"the kernel's default ({QOS_DEVICE} not writable here)"
+
+
 def describe(server_pid: int | None = None) -> dict:
     """The placement as the results record it: the CPUs each side may use, as they are now."""
 
     def mask(pid: int) -> list[int]:
         return sorted(os.sched_getaffinity(pid))
 
-    out = {"policy": "server and clients on separate CPUs" if enabled() else "unpinned", "client_cpus": mask(0)}
+    out = {
+        "policy": "server and clients on separate CPUs" if enabled() else "unpinned",
+        "client_cpus": mask(0),
+        "cpu_idle": cpu_idle(),
+    }
     if server_pid is not None:
         try:
             out["server_cpus"] = mask(server_pid)

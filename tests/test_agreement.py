@@ -9,9 +9,11 @@ from pipelab.errors import LabError
 from pipelab.results import quantity
 
 
-def tree(root, figures: dict, samples=(1.0, 1.1, 0.9)):
+def tree(root, figures: dict, samples=(1.0, 1.1, 0.9), probe=None):
     (root / "ch01").mkdir(parents=True)
     doc = {"summary": figures, "measurements": [{"label": "m", "samples_s": list(samples)}]}
+    if probe:
+        doc["environment"] = {"probe": probe}
     (root / "ch01" / "ping-10k.json").write_text(json.dumps(doc))
     return root
 
@@ -25,6 +27,7 @@ def test_agreement_counts_agreeing_figures_and_names_every_flip(tmp_path, capsys
             "python_unpipelined_s": quantity(0.7, "s", interval=(0.69, 0.71)),
             "n": quantity(10_000, "count"),
         },
+        probe={"cpu_loop_ms": 5.0, "ping_us": 100.0},
     )
     b = tree(
         tmp_path / "b",
@@ -35,6 +38,7 @@ def test_agreement_counts_agreeing_figures_and_names_every_flip(tmp_path, capsys
             "n": quantity(10_000, "count"),
         },
         samples=(1.0, 2.0, 1.5),
+        probe={"cpu_loop_ms": 6.0, "ping_us": 150.0},
     )
     text, figures = agreement.report(str(a), str(b))
     assert figures["within"] == (2, 4) and figures["ratios_within"] == (1, 2)
@@ -42,11 +46,16 @@ def test_agreement_counts_agreeing_figures_and_names_every_flip(tmp_path, capsys
     assert figures["flips_in_prose"] == 1, "chapter 1's page prints the Jedis speed-up"
     assert figures["beyond_noise"] == (1, 2), "the 0.7 s and 1.4 s intervals are apart, 20x and 21x overlap"
     assert figures["spread_a"][0] == pytest.approx(0.2) and figures["spread_b"][0] == pytest.approx(2 / 3)
+    assert figures["error_a"][0] == pytest.approx((0.05 + 0.01 / 0.7) / 2), "the median of ±5% (20x) and ±1.4% (0.7 s)"
+    assert figures["drift"]["ping_us"][0] == pytest.approx(1.5) and figures["drift"]["cpu_loop_ms"][0] == 1.2
+    assert "run B ÷ run A, a PING one by one: median 1.50x" in text
+    assert figures["steady_within"] == (0, 0), "the PING probe moved 1.5x: no file held still"
     assert cli.main(["agreement", str(a), str(b)]) == 0
     assert "direction flips" in capsys.readouterr().out
     saved = json.loads(agreement.save(figures, "a", "b", figures["rows"], target=tmp_path / "ref").read_text())
     assert saved["summary"]["within_pct"]["value"] == 50 and saved["summary"]["flips"]["value"] == 1
     assert saved["params"]["per_chapter"][0]["chapter"] == "ch01"
+    assert saved["summary"]["probe_ping_us_b_over_a"]["value"] == pytest.approx(1.5)
 
 
 def test_agreement_refuses_a_tree_without_results_in_one_sentence(tmp_path):

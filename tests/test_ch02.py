@@ -191,11 +191,14 @@ def test_placement_moves_only_a_server_the_lab_started_and_puts_it_back(lab, ses
     if not placement.enabled():
         assert isinstance(placed, str)
         return
-    assert set(placed) == {"separate CPUs", "one CPU"}
+    held = placement.keep_cpus_awake()
+    assert set(placed) == {"separate CPUs", "one CPU"} | ({ch02.busy_loop.ASLEEP} if held else set())
+    assert placement.cpu_idle().startswith("polling") == held, "the request is held again after the halting rounds"
     assert all(len(m.samples) == 3 and m.paired_with == "placement" for m in placed.values())
     assert os.sched_getaffinity(lab.server_pid) == placement.server_cpus(), "the server is back on its CPU"
     summary = ch02.placement_summary(placed)
     assert summary["separate_vs_together"]["interval"], "the ratio carries its interval"
+    assert ("asleep_vs_awake" in summary) == held
     foreign = Lab(dict(session.describe(), owned=False), quick=True)
     assert isinstance(ch02.measure_placement(foreign, 100, 3), str), "a server the lab did not start stays put"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipelab.chapters import ch04 as chapter
+from pipelab.measure import Measurement
 from pipelab.proxy import PROXY_NAME
 from tests.conftest import document, saved, unavailable
 
@@ -172,7 +173,14 @@ def lrem_rows():
 
 def test_the_lrem_summary_table_and_plot_compare_the_smallest_and_largest_lists(tmp_path):
     rows = lrem_rows()
-    s = chapter.lrem_summary(rows, 1_000, {"lrem_usec_per_call_100000": 2_900.0})
+    runs = [
+        Measurement(f"{x['way']} {x['length']}", chapter.P, [x["median_s"] * f for f in (0.9, 1.0, 1.1)], dict(x))
+        for x in rows
+    ]
+    s = chapter.lrem_summary(runs, rows, 1_000, {"lrem_usec_per_call_100000": 2_900.0})
+    lrem_ms, ltrim_ms = (x["median_s"] * 1e3 for x in rows[-2:])
+    assert s["lrem_over_ltrim_largest"]["value"] == pytest.approx(lrem_ms / ltrim_ms)
+    assert s["lrem_pipeline_largest_ms"]["interval"][0] < lrem_ms < s["lrem_pipeline_largest_ms"]["interval"][1]
     assert s["lrem_growth"]["value"] == pytest.approx(100) and s["ltrim_growth"]["value"] == pytest.approx(1)
     assert s["length_growth"]["value"] == 100 and s["slowlog_lrem_largest"]["value"] == 100
     assert s["java_lrem_usec_largest"]["value"] == 2_900.0 and s["java_ltrim_usec_largest"]["value"] is None

@@ -482,7 +482,7 @@ final class LabSupport {
     // --8<-- [start:measure]
     /**
      * Runs `warmup` unrecorded iterations (JIT, class loading, connection set-up), more while
-     * they still get clearly faster (the JIT has not settled), and then `repeat` recorded ones.
+     * the JIT is still compiling or they still get clearly faster, and then `repeat` recorded ones.
      * `reset` runs before and `verify` after each iteration, both outside the timed region, so
      * every iteration does the same work and only the commands are timed. Returns one sample
      * per recorded iteration, in seconds, with the process CPU time spent in the same region.
@@ -496,8 +496,9 @@ final class LabSupport {
     /**
      * Times several ways of doing the same work in rounds, A B A B ..., so that a slow moment
      * of the machine falls on all of them alike; Report#paired records that their samples pair
-     * up by round. Warm-up rounds go on while a round is over 10% faster than the one before,
-     * up to RepeatRule#warmupMore beyond `warmup`.
+     * up by round. Warm-up rounds go on while the JIT compiled for over JIT_SHARE of the last
+     * JIT_QUIET_S of them or a round is over 10% faster than the one before, up to
+     * RepeatRule#warmupMore rounds beyond `warmup` and RepeatRule#capS seconds.
      */
     static Map<String, Samples> interleaved(Settings s, Step reset, Map<String, Step> tasks, Step verify)
             throws Exception {
@@ -509,15 +510,30 @@ final class LabSupport {
         });
         List<Double> warmRounds = new ArrayList<>();
         int more = RULE == null ? 0 : RULE.warmupMore();
+        double warmSpent = 0;
+        List<double[]> jitRounds = new ArrayList<>(); // {wall seconds, JIT milliseconds} per warm-up round
+        long jit = jitMillis();
+        Map<String, Integer> times = new LinkedHashMap<>(); // runs per warm-up round: alike in seconds
+        tasks.keySet().forEach(name -> times.put(name, 1));
         while (warmRounds.size() < s.warmup() || (s.warmup() > 0 && warmRounds.size() < s.warmup() + more
-                && (warmRounds.size() < 2 || warmRounds.get(warmRounds.size() - 1) < 0.9 * warmRounds.get(warmRounds.size() - 2)))) {
+                && warmSpent < RULE.capS() && (jitBusy(jit, jitRounds) || falling(warmRounds)))) {
+            long start = System.nanoTime();
             double round = 0;
             for (Map.Entry<String, Step> task : tasks.entrySet()) {
-                double[] sample = once(reset, task.getValue(), verify);
-                warm.get(task.getKey()).add(sample[0]);
-                round += sample[0];
+                for (int i = 0; i < times.get(task.getKey()); i++) {
+                    double[] sample = once(reset, task.getValue(), verify);
+                    warm.get(task.getKey()).add(sample[0]);
+                    round += sample[0];
+                }
+            }
+            if (warmRounds.isEmpty() && RULE != null) { // quick mode runs exactly what it asked for
+                evenOut(times, warm);
             }
             warmRounds.add(round);
+            warmSpent += round;
+            long now = jitMillis();
+            jitRounds.add(new double[] {(System.nanoTime() - start) / 1e9, now - jit});
+            jit = now;
         }
         double spent = 0;
         for (int i = 0; i < s.repeat(); i++) {
@@ -567,6 +583,55 @@ final class LabSupport {
     }
 
     static final RepeatRule RULE = RepeatRule.fromEnv();
+
+    /**
+     * The JIT counts as settled once it has compiled next to nothing for this long of warm-up:
+     * short samples of a cold JVM (Redisson's RBatch) kept getting faster for many timed rounds
+     * after a round-on-round test had stopped the warm-up.
+     */
+    static final double JIT_QUIET_S = 0.25;
+
+    /** Milliseconds the JIT's compiler threads have spent so far, or -1 where the JVM does not say. */
+    private static long jitMillis() {
+        var jit = ManagementFactory.getCompilationMXBean();
+        return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : -1;
+    }
+
+    /** Compiling for at most this share of the warm-up's wall time counts as next to nothing. */
+    static final double JIT_SHARE = 0.02;
+
+    /**
+     * A short task interleaved with a long one would get a handful of warm-up runs, too few for
+     * the JIT: after the first round each task runs often enough to take about the longest's time.
+     */
+    private static void evenOut(Map<String, Integer> times, Map<String, List<Double>> warm) {
+        double longest = warm.values().stream().mapToDouble(w -> w.get(0)).max().orElse(0);
+        warm.forEach((name, w) -> times.put(name, (int) Math.max(1, Math.min(50, longest / Math.max(w.get(0), 1e-6)))));
+    }
+
+    /**
+     * Whether the JIT compiled for over JIT_SHARE of the last JIT_QUIET_S of warm-up (or less
+     * warm-up than that has run). Over a window, not per round: the JVM counts compilation in
+     * whole milliseconds, one of which is more than 2% of a short round.
+     */
+    private static boolean jitBusy(long jitNow, List<double[]> rounds) {
+        if (jitNow < 0) {
+            return false; // the JVM does not say: the round-on-round test alone decides
+        }
+        double wall = 0;
+        double compiling = 0;
+        for (int i = rounds.size() - 1; i >= 0 && wall < JIT_QUIET_S; i--) {
+            wall += rounds.get(i)[0];
+            compiling += rounds.get(i)[1] / 1000;
+        }
+        return wall < JIT_QUIET_S || compiling > JIT_SHARE * wall;
+    }
+
+    /** Whether the last warm-up round was over 10% faster than the one before. */
+    private static boolean falling(List<Double> rounds) {
+        int n = rounds.size();
+        return n < 2 || rounds.get(n - 1) < 0.9 * rounds.get(n - 2);
+    }
 
     private static double timedRound(Step reset, Map<String, Step> tasks, Step verify,
                                      Map<String, List<double[]>> timed) throws Exception {

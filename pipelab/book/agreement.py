@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import paths, results
+from .. import paths, results, stats
 from ..errors import LabError
 from . import markers
 
@@ -92,6 +92,38 @@ def spreads(run: dict[str, dict]) -> list[float]:
     return out
 
 
+def errors(run: dict[str, dict]) -> list[float]:
+    """Each summary figure's own error: half its 95% interval's width over the figure (0.05 is ±5%)."""
+    out = []
+    for doc in run.values():
+        for figure in (doc.get("summary") or {}).values():
+            if _number(figure) and (width := stats.relative_half_width(figure.get("interval"), figure["value"])):
+                out.append(width)
+    return out
+
+
+def probe_drift(a: dict[str, dict], b: dict[str, dict]) -> dict[str, list[float]]:
+    """{probe: [B ÷ A for every results file both runs probed]}: over 1, run B's machine was slower."""
+    out: dict[str, list[float]] = {}
+    for name in sorted(set(a) & set(b)):
+        pa, pb = (run[name].get("environment", {}).get("probe") or {} for run in (a, b))
+        for key in set(pa) & set(pb):
+            if pa[key] and pb[key]:
+                out.setdefault(key, []).append(pb[key] / pa[key])
+    return out
+
+
+def steady_files(a: dict[str, dict], b: dict[str, dict]) -> set[str]:
+    """The results files whose two runs' probes all agree within ±15%: the machine held still."""
+    out = set()
+    for name in set(a) & set(b):
+        pa, pb = (run[name].get("environment", {}).get("probe") or {} for run in (a, b))
+        keys = [k for k in set(pa) & set(pb) if pa[k] and pb[k]]
+        if keys and all(math.exp(abs(math.log(pb[k] / pa[k]))) <= WITHIN for k in keys):
+            out.add(name)
+    return out
+
+
 def read_by_prose() -> set[tuple[str, str]]:
     """Every (results name, key) a page of the book prints."""
     found = set()
@@ -117,6 +149,10 @@ def chapter_rows(found: list[Pair], a: dict, b: dict) -> list[dict]:
         ratios = [p for p in mine if p.unit == "x"]
         spread_a = spreads({k: v for k, v in a.items() if k.startswith(chapter + "/")})
         spread_b = spreads({k: v for k, v in b.items() if k.startswith(chapter + "/")})
+        drift = probe_drift(
+            {k: v for k, v in a.items() if k.startswith(chapter + "/")},
+            {k: v for k, v in b.items() if k.startswith(chapter + "/")},
+        )
         rows.append(
             {
                 "chapter": chapter,
@@ -125,9 +161,15 @@ def chapter_rows(found: list[Pair], a: dict, b: dict) -> list[dict]:
                 "flips": sum(p.flipped for p in ratios),
                 "spread_a": statistics.median(spread_a) if spread_a else float("nan"),
                 "spread_b": statistics.median(spread_b) if spread_b else float("nan"),
+                "cpu_drift": statistics.median(drift["cpu_loop_ms"]) if drift.get("cpu_loop_ms") else float("nan"),
+                "ping_drift": statistics.median(drift["ping_us"]) if drift.get("ping_us") else float("nan"),
             }
         )
     return rows
+
+
+def _or_dash(value: float, spec: str) -> str:
+    return "–" if value != value else format(value, spec)  # NaN: nothing to say
 
 
 def _pct(pair: tuple[int, int]) -> str:
@@ -146,6 +188,9 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
     flips = [p for p in ratios if p.flipped]
     beyond = [p for p in found if p.beyond_noise]
     spread_a, spread_b = spreads(a), spreads(b)
+    error_a, error_b = errors(a), errors(b)
+    drift = probe_drift(a, b)
+    steady = steady_files(a, b)
     measured = [p for p in found if p.unit != "count"]
     figures = {
         "within": share(found, lambda p: p.factor <= WITHIN),
@@ -156,6 +201,10 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
         "beyond_noise": (len(beyond), sum(p.beyond_noise is not None for p in found)),
         "spread_a": (statistics.median(spread_a), percentile(spread_a, 0.9)) if spread_a else None,
         "spread_b": (statistics.median(spread_b), percentile(spread_b, 0.9)) if spread_b else None,
+        "error_a": (statistics.median(error_a), percentile(error_a, 0.9)) if error_a else None,
+        "error_b": (statistics.median(error_b), percentile(error_b, 0.9)) if error_b else None,
+        "drift": {k: (statistics.median(v), min(v), max(v)) for k, v in drift.items()},
+        "steady_within": share([p for p in found if p.name in steady], lambda p: p.factor <= WITHIN),
     }
     lines = [
         f"figures compared: {len(found)}",
@@ -177,12 +226,33 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
                 f"within-run spread (max − min) / median, run {label} ({run}): median {statistics.median(spread):.0%}, "
                 f"90th percentile {percentile(spread, 0.9):.0%}, of {len(spread)} measurements"
             )
-    lines.append("per chapter: within ±15% | ratios within ±20% | flips | median spread A, B")
+    for label, error in (("A", error_a), ("B", error_b)):
+        if error:
+            lines.append(
+                f"each figure's own error (half its 95% interval, over the figure), run {label}: "
+                f"median ±{statistics.median(error):.0%}, 90th percentile ±{percentile(error, 0.9):.0%}, "
+                f"of {len(error)} figures with intervals"
+            )
+    names = {"cpu_loop_ms": "a fixed CPU loop", "ping_us": "a PING one by one"}
+    for key, (median, low, high) in sorted(figures["drift"].items()):
+        lines.append(
+            f"machine probe, run B ÷ run A, {names.get(key, key)}: median {median:.2f}x (per results file "
+            f"{low:.2f}x to {high:.2f}x; over 1, B's machine was slower)"
+        )
+    if drift:
+        lines.append(
+            f"  figures from results files whose probes agree within ±{WITHIN - 1:.0%} (the machine held still), "
+            f"within ±{WITHIN - 1:.0%}: {_pct(figures['steady_within'])}"
+        )
+    lines.append(
+        "per chapter: within ±15% | ratios within ±20% | flips | median spread A, B | probes B ÷ A (CPU, PING)"
+    )
     figures["rows"] = chapter_rows(found, a, b)
     for row in figures["rows"]:
         lines.append(
             f"  {row['chapter']}: {_pct(row['within'])} | {_pct(row['ratios_within'])} | {row['flips']} | "
-            f"{row['spread_a']:.0%}, {row['spread_b']:.0%}"
+            f"{_or_dash(row['spread_a'], '.0%')}, {_or_dash(row['spread_b'], '.0%')} | "
+            f"{_or_dash(row['cpu_drift'], '.2f')}x, {_or_dash(row['ping_drift'], '.2f')}x"
         )
     lines.append(f"largest moves (of {len(found)}):")
     for p in sorted(found, key=lambda p: p.factor, reverse=True)[:largest]:
@@ -215,6 +285,13 @@ def save(figures: dict, run_a: str, run_b: str, rows: list[dict], target: Path |
         median, p90 = figures[f"spread_{side}"] or (None, None)
         summary[f"spread_median_{side}_pct"] = results.quantity(median and 100 * median, "%")
         summary[f"spread_p90_{side}_pct"] = results.quantity(p90 and 100 * p90, "%")
+        median, p90 = figures[f"error_{side}"] or (None, None)
+        summary[f"error_median_{side}_pct"] = results.quantity(median and 100 * median, "%")
+        summary[f"error_p90_{side}_pct"] = results.quantity(p90 and 100 * p90, "%")
+    summary["steady_within_pct"] = pct(figures["steady_within"])
+    summary["steady_figures"] = results.quantity(figures["steady_within"][1], "count")
+    for key, (median, low, high) in figures["drift"].items():
+        summary[f"probe_{key}_b_over_a"] = results.quantity(median, "x", f"{median:.2f}x ({low:.2f}x to {high:.2f}x)")
     per_chapter = [{**row, "within": list(row["within"]), "ratios_within": list(row["ratios_within"])} for row in rows]
     return results.save(
         SAVED,

@@ -26,6 +26,7 @@ ENV_FIELDS = [
     ("cpu_count", "CPUs"),
     ("cpu_model", "CPU"),
     ("placement", "Placement"),
+    ("probe", "Machine speed when saved (pipelab.probe)"),
     ("kernel", "Linux kernel"),
     ("toxiproxy", "RTT injection"),
     ("quick_mode", "Quick mode"),
@@ -45,7 +46,8 @@ def _placement(p: dict) -> str:
         for side, key in (("clients", "client_cpus"), ("server", "server_cpus"))
         if p.get(key)
     ]
-    return "; ".join([p.get("policy", ""), *cpus])
+    idle = [f"idle CPUs: {p['cpu_idle']}"] if p.get("cpu_idle") else []
+    return "; ".join([p.get("policy", ""), *cpus, *idle])
 
 
 def environment_table(chapter: str, base: Path | None = None, reference: Path | None = None) -> str:
@@ -69,6 +71,8 @@ def environment_table(chapter: str, base: Path | None = None, reference: Path | 
             value = "yes" if value else "no"
         elif key == "placement" and isinstance(value, dict):
             value = _placement(value)
+        elif key == "probe" and isinstance(value, dict):
+            value = f"{value['cpu_loop_ms']:.1f} ms for a fixed CPU loop; {value['ping_us']:.0f} µs per PING one by one"
         elif key == "jvms" and isinstance(value, dict):
             value = "; ".join(f"{alias}: {jvm}" for alias, jvm in sorted(value.items())) or None
         elif isinstance(value, dict):

@@ -121,14 +121,20 @@ def busy_loop_summary(latencies: dict, switches: dict) -> dict:
 # --- where the two processes run -----------------------------------------------------------------
 
 
+ASLEEP = "separate CPUs, idle CPUs halting"
+
+
 def measure_placement(lab, n: int, repeat: int) -> dict[str, Measurement] | str:
     """Seconds for `n` PINGs one by one with the server on a CPU of its own (the book's placement) and
-    moved onto this kernel's CPU, taking turns round by round; put back afterwards. A server the lab
-    did not start is never moved: then the reason, instead."""
+    moved onto this kernel's CPU, taking turns round by round; put back afterwards. Where the lab
+    keeps idle CPUs polling (pipelab.placement), a third way lets them halt, as the kernel would. A
+    server the lab did not start is never moved: then the reason, instead."""
     if not (lab.owned and lab.server_pid and placement.enabled()):
         return "the lab did not start this server, or this machine has a single CPU: nothing was moved"
     shared, own = placement.client_cpus(), placement.server_cpus()
     ways = {"separate CPUs": own, "one CPU": {min(shared)}}
+    if placement.keep_cpus_awake():
+        ways[ASLEEP] = own
     r = lab.client()
     ms = {way: Measurement(f"{n:,} PINGs one by one, {way}", n, paired_with="placement") for way in ways}
     try:
@@ -136,15 +142,20 @@ def measure_placement(lab, n: int, repeat: int) -> dict[str, Measurement] | str:
             for round_no in range(1 + repeat):  # the first round warms up
                 for way, cpus in ways.items():
                     placement.pin(lab.server_pid, cpus)
+                    if way == ASLEEP:
+                        placement.let_cpus_sleep()
                     time.sleep(0.05)  # let the server settle where it was put
                     ping_latencies(r, 200)
                     elapsed = timed(lambda: [r.ping() for _ in range(n)])
+                    placement.keep_cpus_awake()
                     (ms[way].warmup if round_no == 0 else ms[way].samples).append(elapsed)
     finally:
+        placement.keep_cpus_awake()
         placement.pin(lab.server_pid, own)
         r.close()
     for way, m in ms.items():
         m.params.update(placement=way, server_cpus=sorted(ways[way]), client_cpus=sorted(shared))
+        m.params["cpu_idle"] = "halting" if way == ASLEEP else placement.cpu_idle()
         m.stopped = f"{repeat} rounds"
     return ms
 
@@ -155,4 +166,12 @@ def placement_summary(ms: dict[str, Measurement]) -> dict:
         "separate_us": median_figure(apart, "us", per_op=True),
         "together_us": median_figure(together, "us", per_op=True),
         "separate_vs_together": ratio_figure(apart, together),
+        **(
+            {
+                "asleep_us": median_figure(ms[ASLEEP], "us", per_op=True),
+                "asleep_vs_awake": ratio_figure(ms[ASLEEP], apart),
+            }
+            if ASLEEP in ms
+            else {}
+        ),
     }

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ... import observe, plots
-from ...measure import Measurement
+from ...measure import Measurement, adaptive
 from ...params import Size
 from ...results import md_table, quantity, rate_figure, ratio_figure
 from ...server import EmbeddedRedis, Endpoint
@@ -21,7 +21,8 @@ from .servers import BENCH_CPUS
 GRID = Size(full=[(1, 1), (16, 1), (256, 1), (1, 50), (16, 50), (256, 50)], quick=[(1, 1), (256, 1), (256, 50)])
 N_MAX = Size(full=500_000, quick=40_000)  # a third of a second per run at the deepest settings
 JEDIS_N = Size(full=100_000, quick=4_000)  # SETs per Jedis run, depth 256, one connection
-ROUND_TRIPS = 2_000  # per connection and run: a steady rate, and a short run at depth 1
+ROUND_TRIPS = 2_000  # per connection in the warm-up run, which sizes the timed ones
+RUN_S = 0.3  # seconds a timed redis-benchmark run aims for (quick mode keeps the warm-up's size)
 SET_COMMAND = ("SET", KEY, "xxx")
 
 
@@ -58,31 +59,39 @@ def bench_once(
     }
 
 
-def interleaved(cells: list[tuple], run_cell, repeat: int) -> dict:
+def interleaved(cells: list[tuple], run_cell, repeat: int, requests_of) -> dict:
     """Run every cell once per round, `repeat` rounds after one warm-up round: a drift in the
-    machine hits every cell alike, so ratios within one run hold even when absolute rates wander."""
+    machine hits every cell alike, so ratios within one run hold even when absolute rates wander.
+    The warm-up round runs requests_of(cell) requests; the timed ones as many as take RUN_S at the
+    rate the warm-up saw (never fewer), so that every depth runs long enough to be a ceiling.
+    `run_cell(cell, requests)` returns bench_once's row."""
     out: dict = {}
+    requests = {cell: requests_of(cell) for cell in cells}
     for round_no in range(repeat + 1):
         for cell in cells:
-            row = run_cell(cell)
+            row = run_cell(cell, requests[cell])
             m = out.setdefault(cell, {"samples": [], "warmup": [], "rows": []})
             (m["samples"] if round_no else m["warmup"]).append(row["seconds"])
             if round_no:
                 m["rows"].append(row)
+                m["requests"] = requests[cell]
+        if round_no == 0 and adaptive():
+            requests = {cell: max(n, int(n * RUN_S / out[cell]["warmup"][0])) for cell, n in requests.items()}
     return out
 
 
 # --8<-- [end:ceiling]
 
 
-def to_measurements(raw: dict, ops_of, label_of) -> dict:
+def to_measurements(raw: dict, label_of) -> dict:
     return {
         cell: Measurement(
             label_of(cell),
-            ops_of(cell),
+            d["requests"],
             d["samples"],
             {"cell": list(cell), **{k: [r[k] for r in d["rows"]] for k in d["rows"][0]}},
             d["warmup"],
+            paired_with="redis-benchmark rounds",  # every cell once per round: ratios pair by round
         )
         for cell, d in raw.items()
     }
@@ -94,14 +103,13 @@ def measure_ceiling(servers: dict[str, EmbeddedRedis], grid: list[tuple[int, int
     cells = [(name, depth, clients) for depth, clients in grid for name in servers]
     raw = interleaved(
         cells,
-        lambda c: bench_once(
-            servers[c[0]].endpoint, SET_COMMAND, c[1], c[2], requests_for(c[1], c[2], n_max), bench_cpus=BENCH_CPUS
+        lambda c, requests: bench_once(
+            servers[c[0]].endpoint, SET_COMMAND, c[1], c[2], requests, bench_cpus=BENCH_CPUS
         ),
         repeat,
+        lambda c: requests_for(c[1], c[2], n_max),
     )
-    return to_measurements(
-        raw, lambda c: requests_for(c[1], c[2], n_max), lambda c: f"{LABELS[c[0]]} -P {c[1]} -c {c[2]}"
-    )
+    return to_measurements(raw, lambda c: f"{LABELS[c[0]]} -P {c[1]} -c {c[2]}")
 
 
 def measure_ceiling_jedis(lab, servers: dict[str, EmbeddedRedis], depths: list[int], n: int, repeat: int) -> dict:

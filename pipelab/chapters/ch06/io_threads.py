@@ -32,18 +32,14 @@ def measure_io_threads(grid: list[tuple[int, int]], n_max: int, repeat: int) -> 
             cells = [(name, depth, clients) for depth, clients in grid for name in servers]
             raw = interleaved(
                 cells,
-                lambda c: bench_once(
-                    servers[c[0]].endpoint,
-                    SET_COMMAND,
-                    c[1],
-                    c[2],
-                    requests_for(c[1], c[2], n_max),
-                    bench_cpus=bench_cpus,
+                lambda c, requests: bench_once(
+                    servers[c[0]].endpoint, SET_COMMAND, c[1], c[2], requests, bench_cpus=bench_cpus
                 ),
                 repeat,
+                lambda c: requests_for(c[1], c[2], n_max),
             )
             for (name, depth, clients), m in to_measurements(
-                raw, lambda c: requests_for(c[1], c[2], n_max), lambda c: f"{LABELS[c[0]]}, {mode}, -P {c[1]} -c {c[2]}"
+                raw, lambda c: f"{LABELS[c[0]]}, {mode}, -P {c[1]} -c {c[2]}"
             ).items():
                 out[(name, mode, depth, clients)] = m
     return out
@@ -53,14 +49,13 @@ def measure_io_threads_remote(endpoint: Endpoint, grid, n_max: int, repeat: int)
     """REDIS_URL's server as it is configured (nothing is changed on it): the same grid."""
     raw = interleaved(
         [("remote", d, c) for d, c in grid],
-        lambda c: bench_once(endpoint, SET_COMMAND, c[1], c[2], requests_for(c[1], c[2], n_max)),
+        lambda c, requests: bench_once(endpoint, SET_COMMAND, c[1], c[2], requests),
         repeat,
+        lambda c: requests_for(c[1], c[2], n_max),
     )
     return {
         ("remote", "as configured", d, c): m
-        for (_, d, c), m in to_measurements(
-            raw, lambda c: requests_for(c[1], c[2], n_max), lambda c: f"REDIS_URL, -P {c[1]} -c {c[2]}"
-        ).items()
+        for (_, d, c), m in to_measurements(raw, lambda c: f"REDIS_URL, -P {c[1]} -c {c[2]}").items()
     }
 
 

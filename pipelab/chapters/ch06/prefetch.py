@@ -38,21 +38,17 @@ def measure_prefetch(keys: int, scale: float, repeat: int) -> dict:
             populate(server.endpoint, keys)
         clients = {name: s.endpoint.client() for name, s in servers.items()}
 
-        def run_cell(cell):
+        def run_cell(cell, requests):
             name, workload, setting = cell
             clients[name].config_set("prefetch-batch-max-size", setting)
-            command, depth, conns, requests = PREFETCH_WORKLOADS[workload]
-            return bench_once(servers[name].endpoint, command, depth, conns, int(requests * scale), keyspace=keys)
+            command, depth, conns, _ = PREFETCH_WORKLOADS[workload]
+            return bench_once(servers[name].endpoint, command, depth, conns, requests, keyspace=keys)
 
         cells = [(n, w, s) for w in PREFETCH_WORKLOADS for n in servers for s in PREFETCH_SETTINGS]
-        raw = interleaved(cells, run_cell, repeat)
+        raw = interleaved(cells, run_cell, repeat, lambda c: int(PREFETCH_WORKLOADS[c[1]][3] * scale))
         for c in clients.values():
             c.close()
-    return to_measurements(
-        raw,
-        lambda c: int(PREFETCH_WORKLOADS[c[1]][3] * scale),
-        lambda c: f"{LABELS[c[0]]}, {c[1]}, prefetch-batch-max-size {c[2]}",
-    )
+    return to_measurements(raw, lambda c: f"{LABELS[c[0]]}, {c[1]}, prefetch-batch-max-size {c[2]}")
 
 
 def prefetch_table(runs: dict) -> str:
