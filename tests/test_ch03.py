@@ -49,8 +49,10 @@ def test_littles_law_at_1ms_rtt(executed_notebooks, session):
     lettuce = rows[(1, "lettuce_shared", 50)]
     assert 0.3 * bound_pool8 <= pool8 <= 1.05 * bound_pool8, pool8  # the proxy hop makes the real RTT longer
     # The shared connection keeps every waiting thread's command in flight, so it passes the pool's ceiling;
-    # compared with the pool measured in the same run, as both share the run's CPU and proxy.
-    assert lettuce > 1.25 * pool8, f"one shared connection with 50 threads: {lettuce} ops/ms, JedisPool(8): {pool8}"
+    # compared with the pool measured in the same run, as both share the run's CPU and proxy. By how much
+    # depends on the one client CPU (the JVM and toxiproxy share it): 1.08x to 2.05x in three quick runs,
+    # 1.35x and 1.92x in two full ones. So the direction, not a guessed size.
+    assert lettuce > pool8, f"one shared connection with 50 threads: {lettuce} ops/ms, JedisPool(8): {pool8}"
 
 
 def fake(client, mode, ops, seconds):
