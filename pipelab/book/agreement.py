@@ -102,26 +102,32 @@ def errors(run: dict[str, dict]) -> list[float]:
     return out
 
 
-def probe_drift(a: dict[str, dict], b: dict[str, dict]) -> dict[str, list[float]]:
-    """{probe: [B ÷ A for every results file both runs probed]}: over 1, run B's machine was slower."""
-    out: dict[str, list[float]] = {}
+def probe_ratios(a: dict[str, dict], b: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """{results name: {probe: B ÷ A}} for every file both runs probed; over 1, B's machine was slower."""
+    out: dict[str, dict[str, float]] = {}
     for name in sorted(set(a) & set(b)):
         pa, pb = (run[name].get("environment", {}).get("probe") or {} for run in (a, b))
-        for key in set(pa) & set(pb):
-            if pa[key] and pb[key]:
-                out.setdefault(key, []).append(pb[key] / pa[key])
+        if ratios := {key: pb[key] / pa[key] for key in set(pa) & set(pb) if pa[key] and pb[key]}:
+            out[name] = ratios
+    return out
+
+
+def probe_drift(a: dict[str, dict], b: dict[str, dict]) -> dict[str, list[float]]:
+    """{probe: [B ÷ A for every results file both runs probed]}."""
+    out: dict[str, list[float]] = {}
+    for ratios in probe_ratios(a, b).values():
+        for key, ratio in ratios.items():
+            out.setdefault(key, []).append(ratio)
     return out
 
 
 def steady_files(a: dict[str, dict], b: dict[str, dict]) -> set[str]:
     """The results files whose two runs' probes all agree within ±15%: the machine held still."""
-    out = set()
-    for name in set(a) & set(b):
-        pa, pb = (run[name].get("environment", {}).get("probe") or {} for run in (a, b))
-        keys = [k for k in set(pa) & set(pb) if pa[k] and pb[k]]
-        if keys and all(math.exp(abs(math.log(pb[k] / pa[k]))) <= WITHIN for k in keys):
-            out.add(name)
-    return out
+    return {
+        name
+        for name, ratios in probe_ratios(a, b).items()
+        if all(math.exp(abs(math.log(r))) <= WITHIN for r in ratios.values())
+    }
 
 
 def read_by_prose() -> set[tuple[str, str]]:
