@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import threading
@@ -91,10 +92,13 @@ def jbang_argv(args: list[str]) -> list[str]:
 
     Run from its jar, dev.jbang.Main prints the java command line and exits 255; the official
     launcher then executes what it printed, and so do we (through bash, which reads its quoting).
+    For a catalog alias the printed command is remembered (launch_command).
     """
     on_path = shutil.which("jbang")
     if on_path:
         return [on_path, *args]
+    if args and args[0] in catalog_aliases():
+        return ["bash", "-c", f"exec {launch_command(args[0])} {shlex.join(args[1:])}"]
     first = _from_jar(args)
     if first.returncode == 255:
         return ["bash", "-c", "exec " + first.stdout.strip()]
@@ -113,6 +117,56 @@ def _from_jar(args: list[str]) -> subprocess.CompletedProcess:
     if first.returncode not in (0, 255):
         raise LabError(f"jbang {' '.join(args)} failed: {_last_line(first.stderr or first.stdout)}")
     return first
+
+
+ARGS_MARK = "PIPELAB_ARGS"  # stands for the arguments in the command JBang prints for an alias
+LAUNCHES = "jbang-launches.json"  # in tools_dir(): {alias: {"key": ..., "command": ...}}
+
+
+SOURCES_LINE = re.compile(r"^//SOURCES\s+(\S+)", re.MULTILINE)
+
+
+def alias_sources(alias: str) -> list[Path]:
+    """A catalog alias's script and every file it pulls in by //SOURCES, followed through theirs."""
+    todo, seen = [REPO / catalog_aliases()[alias]["script-ref"]], set()
+    while todo:
+        path = todo.pop().resolve()
+        if path not in seen and path.exists():
+            seen.add(path)
+            todo.extend(path.parent / ref for ref in SOURCES_LINE.findall(path.read_text()))
+    return sorted(seen)
+
+
+def launch_key(alias: str) -> str:
+    """What decides the java command JBang prints for an alias: JBang's and the JDK's versions, the
+    catalog entry and every source file's bytes (LabDefaults too: its constants are compiled in)."""
+    digest = hashlib.sha256(f"{JBANG_VERSION} {require_jdk()} {json.dumps(catalog_aliases()[alias])}".encode())
+    for path in alias_sources(alias):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def launch_command(alias: str) -> str:
+    """The java command line JBang runs for a catalog alias, without the arguments. JBang's own launcher
+    is a JVM start of about a second per run, so the command is kept in build/tools and asked for
+    again only when launch_key changes or a jar it names is gone."""
+    store, key = tools_dir() / LAUNCHES, launch_key(alias)
+    known = json.loads(store.read_text()) if store.exists() else {}
+    hit = known.get(alias) or {}
+    if hit.get("key") == key and all(Path(jar).exists() for jar in hit.get("jars", [])):
+        return hit["command"]
+    printed = _from_jar([alias, ARGS_MARK]).stdout.strip()
+    if not printed.endswith(" " + ARGS_MARK):
+        raise LabError(f"jbang {alias} printed no java command to run: {_last_line(printed)}")
+    command = printed.removesuffix(" " + ARGS_MARK)
+    words = shlex.split(command)
+    jars = [j for i, w in enumerate(words[:-1]) if w in ("-classpath", "-cp") for j in words[i + 1].split(os.pathsep)]
+    known[alias] = {"key": key, "command": command, "jars": jars}
+    store.parent.mkdir(parents=True, exist_ok=True)
+    part = store.with_suffix(f".{os.getpid()}.part")  # notebooks and the course may write at once
+    part.write_text(json.dumps(known, indent=1))
+    part.replace(store)
+    return command
 
 
 def jbang_output(args: list[str]) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import redis
 
-from . import envinfo, jbang, placement, plots, probe, results
+from . import envinfo, jbang, placement, probe, results
 from .cluster import Cluster, open_cluster
 from .errors import LabError
 from .measure import Measurement, measure, measure_interleaved
@@ -283,6 +283,8 @@ class Lab:
             plot_alt=alt,
         )
         # From the file, not the objects in hand: what the site and the reference draw, exactly.
+        from . import plots  # noqa: PLC0415  (matplotlib: only a save draws, and `pipelab` commands start faster)
+
         plots.save(name, results.load(name), results_dir() / f"{name}.png")
         return str(path)
 

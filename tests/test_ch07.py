@@ -64,13 +64,20 @@ def test_a_glide_non_atomic_cluster_batch_sends_one_write_per_node(ch07):
     assert "CrossSlot" in cluster["atomic_across_slots"] or "CROSSSLOT" in cluster["atomic_across_slots"]
 
 
+def assert_shares_reads(shared, alone):
+    """Without a shared connection every read held one command (1.00 in every run so far), so any
+    share clearly above that is the claim: the server read several threads' commands at once."""
+    assert alone < 1.02, f"one command per read without a shared connection, got {alone}"
+    assert shared > alone + 0.03, f"threads' commands share reads on one connection: {shared} against {alone}"
+
+
 def test_a_shared_connection_pipelines_and_a_pool_does_not(ch07):
     facts = saved("ch07/mux")["params"]
     top = max(chapter.MUX_THREADS)
     assert facts[f"lettuce_t{top}_connections"] == 1 and facts[f"jedis_pool_t{top}_connections"] == top
-    # 1.16 to 1.5 in quick runs on 2 busy cores; the pool's connections stay at 1.0.
-    assert facts[f"lettuce_t{top}_cmds_per_read"] > 1.1, "threads' commands share reads on one connection"
-    assert facts[f"jedis_pool_t{top}_cmds_per_read"] < 1.05 and facts["lettuce_t1_cmds_per_read"] < 1.05
+    # Quick runs gave 1.09, 1.21 and 1.40 for 64 threads, the full reference 1.53.
+    assert_shares_reads(facts[f"lettuce_t{top}_cmds_per_read"], facts["lettuce_t1_cmds_per_read"])
+    assert_shares_reads(facts[f"lettuce_t{top}_cmds_per_read"], facts[f"jedis_pool_t{top}_cmds_per_read"])
 
 
 def test_a_slow_command_raises_the_other_threads_p99(ch07):
@@ -162,9 +169,9 @@ def test_glide_for_java_multiplexes_one_connection_and_splits_cluster_batches(ch
     assert all(facts[f"glide_t{t}_connections"] == 1 for t in chapter.MUX_THREADS), (
         "one connection, whatever the threads"
     )
-    # Sharing shrinks when the server reads sooner (idle CPUs polling): 64 threads gave 1.19 commands
-    # per read in a quick run and 1.26 in a full one, one thread 1.00; Lettuce's test uses the same bound.
-    assert facts[f"glide_t{top}_cmds_per_read"] > 1.1 and facts["glide_t1_cmds_per_read"] < 1.05
+    # Sharing shrinks when the server reads sooner (idle CPUs polling): 64 threads gave 1.13 to 1.19
+    # commands per read in quick runs and 1.26 in a full one.
+    assert_shares_reads(facts[f"glide_t{top}_cmds_per_read"], facts["glide_t1_cmds_per_read"])
     assert facts["glide_batch_multi"] == 0 and facts["glide_atomic_multi"] == 1
     assert facts["raise_true_counter"] == 1 and facts["raise_true_outcome"].startswith("RequestException")
     masters = facts["cluster_masters"]

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from pipelab import settings
+from pipelab import jbang, settings
 from pipelab.book import inputs
 from pipelab.book.cli import chapter_prefixes
 from pipelab.errors import LabError
@@ -121,6 +121,7 @@ def repo_copy(tmp_path, monkeypatch):
     for part in ("jbang-catalog.json", "uv.lock"):
         shutil.copyfile(REPO / part, tmp_path / part)
     monkeypatch.setattr(inputs, "REPO", tmp_path)
+    monkeypatch.setattr(jbang, "REPO", tmp_path)  # where the aliases' sources are found
     notebooks = sorted((tmp_path / "notebooks").glob("*.ipynb"))
     before = {nb.name[:2]: inputs.sources(nb, RAN.get(nb.name[:2], [])) for nb in notebooks}
 

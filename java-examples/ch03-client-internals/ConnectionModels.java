@@ -27,10 +27,11 @@
 // threads and Redis sharing the same cores) is the limit instead, so the models come out much
 // closer. Nothing here assumes loopback; the timeouts are 10 s.
 //
-//   jbang ch03-jmh [host] [port] [warmups] [iterations] [seconds] [threads]
-//                                  (defaults: 127.0.0.1, the lab's port, 1 3 1 10,50,100,150)
+//   jbang ch03-jmh [host] [port] [warmups] [iterations] [seconds] [threads] [forks]
+//                                  (defaults: 127.0.0.1, the lab's port, 1 3 1 10,50,100,150 1)
 //
-// warmups x seconds of warm-up, then iterations x seconds of measurement, one fork per run,
+// warmups x seconds of warm-up, then iterations x seconds of measurement, one fork per run
+// (forks 0 runs every model in this JVM: a quick check of the code, not a measurement),
 // for each model at each thread count; counts above 100 run only for jedis_pool_100, as in
 // the published table. The chapter (pipelab/chapters/ch03.py) passes its own settings.
 //
@@ -269,8 +270,8 @@ public class ConnectionModels {
     }
 
     static int drive(String[] args) throws Exception {
-        String usage = "usage: jbang ch03-jmh [host] [port] [warmups] [iterations] [seconds] [threads]"
-                + " (defaults: 127.0.0.1, the lab's port, 1 3 1 10,50,100,150)";
+        String usage = "usage: jbang ch03-jmh [host] [port] [warmups] [iterations] [seconds] [threads] [forks]"
+                + " (defaults: 127.0.0.1, the lab's port, 1 3 1 10,50,100,150 1)";
         if (args.length > 0 && (args[0].equals("-h") || args[0].equals("--help"))) {
             System.out.println(usage);
             return 0;
@@ -283,11 +284,12 @@ public class ConnectionModels {
             port = args.length > 1 ? Integer.parseInt(args[1].trim()) : LabDefaults.port();
             jmh = new Settings(args.length > 2 ? Integer.parseInt(args[2].trim()) : 1,
                     args.length > 3 ? Integer.parseInt(args[3].trim()) : 3,
-                    args.length > 4 ? Integer.parseInt(args[4].trim()) : 1);
+                    args.length > 4 ? Integer.parseInt(args[4].trim()) : 1,
+                    args.length > 6 ? Integer.parseInt(args[6].trim()) : 1);
             for (String count : (args.length > 5 ? args[5] : "10,50,100,150").split(",")) {
                 threadCounts.add(Integer.parseInt(count.trim()));
             }
-            if (args.length > 6 || host.isEmpty() || port < 1 || port > 65_535 || jmh.warmups() < 0
+            if (args.length > 7 || jmh.forks() < 0 || jmh.forks() > 1 || host.isEmpty() || port < 1 || port > 65_535 || jmh.warmups() < 0
                     || jmh.iterations() < 1 || jmh.seconds() < 1 || threadCounts.stream().anyMatch(t -> t < 1)) {
                 throw new NumberFormatException();
             }
@@ -313,7 +315,7 @@ public class ConnectionModels {
         settings.put("warmup_s", jmh.seconds());
         settings.put("measurement_iterations", jmh.iterations());
         settings.put("measurement_s", jmh.seconds());
-        settings.put("forks", 1);
+        settings.put("forks", jmh.forks());
         settings.put("command", "SET " + KEY_PREFIX + "<thread index> " + VALUE);
 
         Map<String, String> clients = new LinkedHashMap<>();
@@ -377,19 +379,19 @@ public class ConnectionModels {
     }
 
     /** JMH's iterations, as the chapter sizes them. */
-    record Settings(int warmups, int iterations, int seconds) {
+    record Settings(int warmups, int iterations, int seconds, int forks) {
     }
 
     /**
      * One JMH run: one benchmark method at one thread count, in a forked JVM (forks 1) so that
-     * each model starts from a fresh JIT and heap. JMH starts the fork with this JVM's
+     * each model starts from a fresh JIT and heap, or in this one (forks 0). JMH starts the fork with this JVM's
      * classpath and options, to which we append where the server is.
      */
     static RunResult run(Run run, String host, int port, Settings jmh) throws Exception {
         Options options = new OptionsBuilder()
                 .include(ConnectionModels.class.getName() + "\\." + run.model() + "$")
                 .threads(run.threads())
-                .forks(1)
+                .forks(jmh.forks())
                 .jvmArgsAppend("-Dpipelab.host=" + host, "-Dpipelab.port=" + port)
                 .warmupIterations(jmh.warmups())
                 .warmupTime(TimeValue.seconds(jmh.seconds()))

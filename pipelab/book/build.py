@@ -11,9 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
 from tqdm import tqdm
 
 from .. import jbang
@@ -53,6 +50,8 @@ def notebooks(only: list[str] | None = None) -> list[Path]:
 def inject_parameters(nb, params: dict) -> None:
     """Papermill's convention: a cell after the one tagged 'parameters' overrides its values."""
 
+    import nbformat  # noqa: PLC0415  (imported when used: see execute)
+
     source = "\n".join(f"{k} = {v!r}" for k, v in params.items())
     cell = nbformat.v4.new_code_cell(source, metadata={"tags": ["injected-parameters"]})
     for i, existing in enumerate(nb.cells):
@@ -64,6 +63,11 @@ def inject_parameters(nb, params: dict) -> None:
 
 def execute(source: Path, target: Path, params: dict, timeout: int = 3600) -> Path:
     """Run every cell; a cell that raises fails the build, and the failing copy is kept for reading."""
+    # Imported here, not at the top: nbformat's schema checks take about a second to import, and most
+    # `pipelab` commands (and every error they report) never execute a notebook.
+    import nbformat  # noqa: PLC0415
+    from nbclient import NotebookClient  # noqa: PLC0415
+    from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
 
     nb = nbformat.read(source, as_version=4)
     inject_parameters(nb, params)

@@ -24,10 +24,10 @@ import re
 import tomllib
 from pathlib import Path
 
+from .. import jbang
 from ..paths import REPO, build_dir
 
 PACKAGE = REPO / "pipelab"
-SOURCES_LINE = re.compile(r"^//SOURCES\s+(\S+)", re.MULTILINE)
 # Files whose values cannot move a figure (where the lab listens), so no chapter's key holds them.
 NOT_INPUTS = ("pipelab/settings.py", "java-examples/common/LabDefaults.java")
 
@@ -172,22 +172,11 @@ def python_files(notebook: Path) -> list[Path]:
     return list(python_parts(notebook))
 
 
-def catalog() -> dict[str, dict]:
-    return json.loads((REPO / "jbang-catalog.json").read_text())["aliases"]
-
-
 def java_files(aliases: list[str]) -> list[Path]:
     """The sources of these JBang aliases, with what they pull in by //SOURCES (LabDefaults aside)."""
-    known = catalog()
-    todo = [REPO / known[alias]["script-ref"] for alias in aliases if alias in known]
-    seen: set[Path] = set()
-    while todo:
-        path = todo.pop().resolve()
-        if path in seen or not path.exists():
-            continue
-        seen.add(path)
-        todo.extend(path.parent / ref for ref in SOURCES_LINE.findall(path.read_text()))
-    return sorted(path for path in seen if _is_input(path))
+    known = jbang.catalog_aliases()
+    found = {path for alias in aliases if alias in known for path in jbang.alias_sources(alias)}
+    return sorted(path for path in found if _is_input(path))
 
 
 # --------------------------------------------------------------------- what a file means

@@ -13,8 +13,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
-
 from .. import jbang, proxy, results
 from ..book import build as book
 from ..errors import LabError
@@ -167,6 +165,7 @@ def prefetch() -> dict:
 
 
 def _cells(notebook: Path) -> list:
+    import nbformat  # noqa: PLC0415  (imported when used, as in pipelab.book.build.execute)
 
     return nbformat.read(notebook, as_version=4).cells
 
