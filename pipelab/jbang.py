@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from . import results
 from .errors import LabError
-from .measure import Measurement, repeat_rule, show_progress
+from .measure import Measurement, repeat_rule, show_progress, stop_reason
 from .paths import REPO, tools_dir
 from .server import PREFIX
 
@@ -235,6 +235,7 @@ class JavaRun:
         cpu = self.data.get("cpu_s", {})
         warmup = self.data.get("warmup_s", {})
         paired = self.data.get("paired", {})  # modes measured in the same rounds (LabSupport.interleaved)
+        stopped = self.data.get("stopped", {})  # what ended each measured mode's rounds short of the target
         return {
             mode: Measurement(
                 mode,
@@ -243,6 +244,7 @@ class JavaRun:
                 {"alias": self.alias, "client_cpu_s": cpu.get(mode), **self.fields.get(mode, {})},
                 list(warmup.get(mode, [])),
                 paired_with=f"{self.alias}: {paired[mode]}" if mode in paired else "",
+                stopped=stop_reason(samples, stopped[mode]) if mode in stopped else "",
             )
             for mode, samples in self.data["modes"].items()
         }

@@ -169,10 +169,24 @@ def _settled(samples: list[float]) -> bool:
     return width is not None and width <= TARGET
 
 
-def _stop_reason(samples: list[float], settled: bool) -> str:
+# What ended the rounds short of the target, by the code Python's rounds and Java's (LabSupport
+# #interleaved) both give: "" when every median settled.
+STOP_CAUSES = {"time": "the time cap", "rounds": "the round cap", "asked": "the asked-for rounds"}
+
+
+def stop_cause(samples: list[float], settled: bool, repeat: int) -> str:
+    if settled:
+        return ""
+    if not adaptive():
+        return "asked"
+    return "rounds" if len(samples) >= MAX_FACTOR * repeat else "time"
+
+
+def stop_reason(samples: list[float], cause: str) -> str:
+    """The interval reached and, when short of the target, what ended the rounds (STOP_CAUSES)."""
     width = stats.relative_half_width(stats.median_interval(samples), statistics.median(samples))
     shown = "no interval" if width is None else f"±{width:.0%}"
-    return f"interval {shown} after {len(samples)}" + ("" if settled else ": stopped by the time cap")
+    return f"interval {shown} after {len(samples)}" + (f": stopped by {STOP_CAUSES[cause]}" if cause else "")
 
 
 # --8<-- [start:measure]
@@ -229,9 +243,9 @@ def measure_interleaved(
             and len(results[0].samples) < MAX_FACTOR * repeat
         ):
             extra += one_round(keep=True)
-    settled = all(_settled(r.samples) for r in results)
+    cause = stop_cause(results[0].samples, all(_settled(r.samples) for r in results), repeat)
     for result in results:
-        result.stopped = _stop_reason(result.samples, settled)
+        result.stopped = stop_reason(result.samples, cause)
     return results
 
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from pipelab import results, stats
-from pipelab.measure import Measurement, measure, measure_interleaved
+from pipelab.measure import MAX_FACTOR, Measurement, measure, measure_interleaved
 
 
 def test_a_median_interval_holds_the_median_and_narrows_with_more_samples():
@@ -48,10 +48,18 @@ def test_repetitions_stop_at_the_target_or_say_the_time_cap_stopped_them(monkeyp
     monkeypatch.setenv("PIPELAB_QUICK", "0")
     steady = measure("steady", lambda: time.sleep(0.002), ops=1, repeat=5, warmup=1)
     assert len(steady.samples) == 5 and "time cap" not in steady.stopped, steady.stopped
-    monkeypatch.setattr(importlib.import_module("pipelab.measure"), "EXTRA_FLOOR_S", 0.05)
+    # 0.02 s of extra rounds fit about 9 of these, short of the round cap (20).
+    monkeypatch.setattr(importlib.import_module("pipelab.measure"), "EXTRA_FLOOR_S", 0.02)
     rng = random.Random(3)
     noisy = measure("noisy", lambda: time.sleep(rng.choice([0.0005, 0.004])), ops=1, repeat=5, warmup=1)
     assert len(noisy.samples) > 5 and noisy.stopped.endswith("stopped by the time cap"), noisy.stopped
+    # With time to spare, the round cap ends it, and says so (it read "time cap" before).
+    monkeypatch.setattr(importlib.import_module("pipelab.measure"), "EXTRA_FLOOR_S", 30)
+    capped = measure("capped", lambda: time.sleep(rng.choice([0.0005, 0.004])), ops=1, repeat=3, warmup=1)
+    assert len(capped.samples) == MAX_FACTOR * 3 and capped.stopped.endswith("stopped by the round cap"), capped.stopped
+    monkeypatch.setenv("PIPELAB_QUICK", "1")
+    quick = measure("quick", lambda: time.sleep(rng.choice([0.0005, 0.004])), ops=1, repeat=3, warmup=1)
+    assert len(quick.samples) == 3 and quick.stopped.endswith("stopped by the asked-for rounds"), quick.stopped
 
 
 def test_figures_carry_their_interval_and_ratios_pair_when_they_can():

@@ -456,11 +456,13 @@ final class LabSupport {
         final List<Double> wall;
         final List<Double> cpu;
         final List<Double> warmup; // wall seconds of the warm-up iterations: reported, never in a median
+        final String stopped; // what ended the rounds short of the target: "time", "rounds", "asked" or ""
 
-        Samples(List<Double> wall, List<Double> cpu, List<Double> warmup) {
+        Samples(List<Double> wall, List<Double> cpu, List<Double> warmup, String stopped) {
             this.wall = List.copyOf(wall);
             this.cpu = List.copyOf(cpu);
             this.warmup = List.copyOf(warmup);
+            this.stopped = stopped;
         }
 
         @Override
@@ -549,6 +551,10 @@ final class LabSupport {
                 && timed.values().iterator().next().size() < RULE.maxFactor() * s.repeat()) {
             extra += timedRound(reset, tasks, verify, timed);
         }
+        int rounds = timed.values().iterator().next().size();
+        String stopped = RULE == null ? "asked"
+                : timed.values().stream().allMatch(samples -> settled(samples, RULE.target())) ? ""
+                : rounds >= RULE.maxFactor() * s.repeat() ? "rounds" : "time";
         Map<String, Samples> out = new LinkedHashMap<>();
         timed.forEach((name, samples) -> {
             List<Double> wall = new ArrayList<>();
@@ -559,7 +565,7 @@ final class LabSupport {
                     cpu.add(sample[1]);
                 }
             }
-            out.put(name, new Samples(wall, cpu, warm.get(name)));
+            out.put(name, new Samples(wall, cpu, warm.get(name), stopped));
         });
         return out;
     }
@@ -727,6 +733,7 @@ final class LabSupport {
      * "repeat":...,"warmup":...,"modes":{"mode":[seconds,...],...} [,"fields":{"mode":{"depth":256,...}}]
      * [,"ops":{"mode":commands per sample,...}] [,"cpu_s":{"mode":[client CPU seconds,...],...}]
      * [,"warmup_s":{"mode":[seconds of each warm-up iteration,...],...}]
+     * [,"stopped":{"mode":"time", "rounds", "asked" or "" (settled),...}] (pipelab.measure.STOP_CAUSES)
      * [,"wire":{"mode":{"command":calls over all the mode's iterations,...},...}]
      * [,"facts":{"name":"text" or number or boolean,...}]}
      * "ops" appears only when some mode's samples did not run `size` commands (then it lists
@@ -745,6 +752,7 @@ final class LabSupport {
         private final Map<String, List<Double>> cpu = new LinkedHashMap<>();
         private final Map<String, List<Double>> warmups = new LinkedHashMap<>();
         private final Map<String, String> pairs = new LinkedHashMap<>();
+        private final Map<String, String> stops = new LinkedHashMap<>();
         private final Map<String, Map<String, Long>> wire = new LinkedHashMap<>();
         private final Map<String, Object> facts = new LinkedHashMap<>();
         private final Map<String, Map<String, Object>> fields = new LinkedHashMap<>();
@@ -830,6 +838,9 @@ final class LabSupport {
             if (samples instanceof Samples measured && !measured.warmup.isEmpty()) {
                 warmups.put(mode, measured.warmup);
             }
+            if (samples instanceof Samples measured) {
+                stops.put(mode, measured.stopped);
+            }
             if (samples instanceof Samples measured && !measured.cpu.isEmpty()) {
                 cpu.put(mode, measured.cpu);
                 double wall = sum(measured.wall);
@@ -885,6 +896,9 @@ final class LabSupport {
             }
             if (!pairs.isEmpty()) {
                 doc.put("paired", pairs);
+            }
+            if (!stops.isEmpty()) {
+                doc.put("stopped", stops);
             }
             if (!wire.isEmpty()) {
                 Map<String, Map<String, Long>> sorted = new LinkedHashMap<>();
