@@ -9,10 +9,14 @@ import http.server
 import importlib.util
 import shutil
 import threading
+import time
 from pathlib import Path
 
 CHROMIUM = "chromium"  # Debian's package; the tests never download a browser of their own
 VIEWPORT = {"width": 1280, "height": 900}
+# A page counts as loaded once no request has been in flight for this long (Playwright's
+# "networkidle" waits 500 ms on every page; a static site on loopback answers in a few ms).
+QUIET_S = 0.15
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -54,19 +58,26 @@ class Tab:
         self.page, self.base_url = page, base_url
         self.problems: list[str] = []
         self._blocked: set[str] = set()
-        page.route("**/*", self._route)
+        self._in_flight: set = set()
+        self._last_change = time.monotonic()
+        # Only requests that leave the site are routed through here: the site's own go straight on.
+        page.route(lambda url: not url.startswith((base_url, "data:", "blob:")), self._block)
         page.on("console", self._console)
         page.on("pageerror", lambda err: self.problems.append(f"uncaught exception: {err}"))
+        page.on("request", lambda request: self._flight(self._in_flight.add, request))
+        page.on("requestfinished", lambda request: self._flight(self._in_flight.discard, request))
+        page.on("requestfailed", lambda request: self._flight(self._in_flight.discard, request))
 
-    def _route(self, route):
+    def _flight(self, change, request):
+        change(request)
+        self._last_change = time.monotonic()
+
+    def _block(self, route):
         url = route.request.url
-        if url.startswith((self.base_url, "data:", "blob:")):
-            route.continue_()
-        else:
-            if url not in self._blocked:
-                self.problems.append(f"requests a resource outside the site: {url}")
-            self._blocked.add(url)
-            route.abort("blockedbyclient")
+        if url not in self._blocked:
+            self.problems.append(f"requests a resource outside the site: {url}")
+        self._blocked.add(url)
+        route.abort("blockedbyclient")
 
     def _console(self, msg):
         # A blocked request also logs "Failed to load resource"; it is reported once, as above.
@@ -80,7 +91,10 @@ class Tab:
         self.problems.clear()
         self._blocked.clear()
         response = self.page.goto(self.base_url + path, wait_until="load")
-        self.page.wait_for_load_state("networkidle")
+        deadline = time.monotonic() + 10
+        while self._in_flight or time.monotonic() - self._last_change < QUIET_S:
+            assert time.monotonic() < deadline, f"requests still in flight 10 s after load: {self._in_flight}"
+            self.page.wait_for_timeout(20)  # lets Playwright deliver the request events
         if response is None or response.status != 200:
             self.problems.append(f"HTTP {response.status if response else 'no response'}")
 
