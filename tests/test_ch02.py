@@ -68,7 +68,9 @@ def test_strace_counts_the_servers_reads(lab):
             ch02.set_in_batches(r, 500, 1)
     except observe.StraceUnavailable as err:
         unavailable(str(err))
-    assert calls.get("read", 0) >= 500 and calls.get("write", 0) >= 500
+    # One read and one write per command. strace attaches after a fixed 0.3 s and is stopped as the
+    # last reply arrives, so a busy machine can lose a call at either end (499 writes of 500, once).
+    assert calls.get("read", 0) >= 495 and calls.get("write", 0) >= 495, calls
 
 
 def test_redis_benchmark_gives_a_rate_for_a_lab_key(lab):
