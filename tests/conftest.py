@@ -179,11 +179,42 @@ def course_env() -> dict:
     return dict(os.environ, PIPELAB_PORT=str(free_port()), PIPELAB_CLUSTER_PORT=str(cluster_port), PIPELAB_PROGRESS="0")
 
 
+CONTRADICTED_PAGE = "chapters/01-round-trip-time.md"
+
+
+def contradict(results_dir: Path) -> tuple[str, str]:
+    """A reader's results file that breaks the first condition "figure > number" (or "<") of chapter 1:
+    the reference's copy, with that figure and its interval moved to the wrong side. (name, key)."""
+    from pipelab import paths
+    from pipelab.book import conditions, markers
+
+    text = (paths.REPO / "site" / CONTRADICTED_PAGE).read_text()
+    for match in markers.CONDITION.finditer(text):
+        comparison = conditions.parse(match["condition"])[0]
+        if comparison.op in "<>" and comparison.left.name and comparison.right.number:
+            break
+    else:
+        raise AssertionError(f"{CONTRADICTED_PAGE} states no condition 'figure > number' to break")
+    name, key, bound = comparison.left.name, comparison.left.key, comparison.right.number / comparison.left.factor
+    doc = json.loads((paths.reference_dir() / f"{name}.json").read_text())
+    moved = bound / 4 if comparison.op == ">" else bound * 4
+    doc["summary"][key] |= {
+        "value": moved,
+        "text": f"{moved:.3g} (made up)",
+        "interval": [moved * 0.9, moved * 1.1],
+        "interval_text": "a made-up interval",
+    }
+    (results_dir / f"{name}.json").parent.mkdir(parents=True, exist_ok=True)
+    (results_dir / f"{name}.json").write_text(json.dumps(doc))
+    return name, key
+
+
 @pytest.fixture(scope="session")
 def background(isolated_build, tmp_path_factory) -> dict:
     """The course's solutions run and timed as a trainer runs them (`pipelab course --quick`), its
     Java exercises run unsolved, and the site built (mkdocs --strict) before the reader measured
-    anything: with the committed reference ("reference") and with no reference either ("nothing")."""
+    anything: with the committed reference ("reference"), with no reference either ("nothing"), and
+    with one results file of the reader's that contradicts a sentence of chapter 1 ("contradicted")."""
     from pipelab import paths
 
     jobs = {
@@ -196,7 +227,12 @@ def background(isolated_build, tmp_path_factory) -> dict:
         "unsolved": InThread(unsolved_java, "unsolved_java_runs"),
     }
     base = tmp_path_factory.mktemp("unmeasured")
-    for name, reference in (("reference", paths.reference_dir()), ("nothing", base / "no-reference")):
+    contradict(base / "contradicted" / "build" / "results")
+    for name, reference in (
+        ("reference", paths.reference_dir()),
+        ("nothing", base / "no-reference"),
+        ("contradicted", paths.reference_dir()),
+    ):
         env = dict(os.environ, PIPELAB_BUILD=str(base / name / "build"), PIPELAB_REFERENCE=str(reference))
         site = base / name / "site"
         jobs[name] = Background(
@@ -289,6 +325,12 @@ def built_site(isolated_build, executed_notebooks):
 def unmeasured_sites(background) -> dict:
     """The two sites built before the reader measured anything: {name: (exit code, output, site dir)}."""
     return {name: (*background[name].wait(), background[name].made) for name in ("reference", "nothing")}
+
+
+@pytest.fixture(scope="session")
+def contradicted_site(background) -> tuple[int, str, Path]:
+    """The site built with a reader's results file that contradicts chapter 1 (contradict): (exit code, output, site dir)."""
+    return (*background["contradicted"].wait(), background["contradicted"].made)
 
 
 @contextmanager
@@ -401,7 +443,15 @@ def pytest_sessionfinish(session, exitstatus):
 # Every test gets one of three markers from the fixtures it uses, so `make check` can run the fast set:
 # notebook (reads the executed notebooks, or work started beside them), redis (a real server or a
 # JDK, no notebook), unit (neither). A test that starts a server without a fixture says so itself.
-NOTEBOOK_FIXTURES = {"executed_notebooks", "built_site", "course_run", "unmeasured_sites", "unsolved_java_runs", "tab"}
+NOTEBOOK_FIXTURES = {
+    "executed_notebooks",
+    "built_site",
+    "course_run",
+    "unmeasured_sites",
+    "unsolved_java_runs",
+    "tab",
+    "contradicted_site",
+}
 REDIS_FIXTURES = {"session", "lab", "rtt_lab", "other_redis", "jdk", "background"}
 
 

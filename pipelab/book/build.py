@@ -8,15 +8,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 
-from tqdm import tqdm
-
-from .. import jbang
+from .. import jbang, results
 from ..errors import LabError
-from ..paths import REPO, build_dir, notebooks_out_dir, results_dir
-from . import inputs
+from ..paths import REPO, build_dir, notebooks_out_dir, reference_dir, results_dir
+from . import inputs, progress
 
 PARAMETERS_TAG = "parameters"
 
@@ -61,36 +59,42 @@ def inject_parameters(nb, params: dict) -> None:
     nb.cells.insert(0, cell)
 
 
-def execute(source: Path, target: Path, params: dict, timeout: int = 3600) -> Path:
-    """Run every cell; a cell that raises fails the build, and the failing copy is kept for reading."""
+def execute(
+    source: Path, target: Path, params: dict, timeout: int = 3600, board: progress.Progress | None = None
+) -> Path:
+    """Run every cell; a cell that raises fails the build, and the failing copy is kept for reading.
+    With a board, the section each code cell sits in is shown on it."""
     # Imported here, not at the top: nbformat's schema checks take about a second to import, and most
     # `pipelab` commands (and every error they report) never execute a notebook.
     import nbformat  # noqa: PLC0415
     from nbclient import NotebookClient  # noqa: PLC0415
     from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
+    from traitlets.config import Config  # noqa: PLC0415
 
     nb = nbformat.read(source, as_version=4)
     inject_parameters(nb, params)
-    code_cells = sum(1 for c in nb.cells if c.cell_type == "code")
-    bar = tqdm(total=code_cells, desc=source.stem, unit="cell", disable=not sys.stderr.isatty())
-    client = NotebookClient(
-        nb,
-        timeout=timeout,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(source.parent)}},
-        on_cell_executed=lambda **_: bar.update(1),
-    )
+    where = progress.sections(nb)
     target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        client.execute()
-    except CellExecutionError as err:
-        nbformat.write(nb, target)
-        summary = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip().splitlines()  # no terminal colours
-        raise LabError(
-            f"Notebook {source.name} failed: {summary[-1] if summary else err}; the partly executed copy is {target}."
-        ) from None
-    finally:
-        bar.close()
+    # IPC, not TCP: the kernel talks to us over Unix sockets in a private (0700) folder, so ipykernel has
+    # no "running over TCP without encryption" to warn of. The path is absolute (the kernel starts in the
+    # notebook's folder) and short (a socket's path is limited to about 100 bytes).
+    with tempfile.TemporaryDirectory(prefix="pipelab-kernel-") as sockets:
+        client = NotebookClient(
+            nb,
+            timeout=timeout,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(source.parent)}},
+            config=Config(KernelManager={"transport": "ipc", "ip": f"{sockets}/kernel"}),
+            on_cell_execute=(lambda cell_index, **_: board.section(where[cell_index])) if board else None,
+        )
+        try:
+            client.execute()
+        except CellExecutionError as err:
+            nbformat.write(nb, target)
+            summary = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip().splitlines()  # no terminal colours
+            raise LabError(
+                f"Notebook {source.name} failed: {summary[-1] if summary else err}; the partly executed copy is {target}."
+            ) from None
     nbformat.write(nb, target)
     return target
 
@@ -119,32 +123,58 @@ def run_notebooks(
             os.environ["PIPELAB_QUICK"] = before
 
 
+def book_progress(sources: list[Path], quick: bool) -> progress.Progress:
+    """The status line for these chapters, its time left scaled from the reference run's chapter times."""
+    import nbformat  # noqa: PLC0415  (imported when used: see execute)
+
+    timings = results.load("book/timings", reference_dir())
+    reference = timings["summary"] if timings else {}
+    chapters = [
+        progress.Chapter(
+            int(source.name[:2]),
+            progress.title(nbformat.read(source, as_version=4)),
+            reference.get(f"ch{source.name[:2]}_s", {}).get("value"),
+        )
+        for source in sources
+    ]
+    board = progress.Progress(chapters, of=len(notebooks()), pace=None if quick else 1.0)
+    if not board.estimable:
+        print("pipelab: the reference run lacks a chapter's time: no estimate of the time left")
+    elif quick:
+        # The reference ran full sizes: only its chapters' proportions hold, at this run's own pace.
+        print("pipelab: quick mode has no reference times of its own: time left shown once a chapter sets the pace")
+    return board
+
+
 def _run_each(quick: bool, only: list[str] | None, server: str | None, fresh: bool) -> list[Path]:
+    sources = notebooks(only)
     done = []
-    for source in notebooks(only):
-        last = inputs.last_run(source) if server else None
-        key = inputs.chapter_key(source, quick=quick, server=server, aliases=last["aliases"]) if last else None
-        if key and not fresh and inputs.unchanged(source, key):
-            print(
-                f"pipelab: {source.relative_to(REPO)} unchanged since its last run (inputs {key['key'][:12]}); "
-                "keeping its results (FRESH=1 measures it again)",
-                flush=True,
-            )
-            done.append(notebooks_out_dir() / source.name)
-            continue
-        print(f"pipelab: executing {source.relative_to(REPO)} {'(quick mode)' if quick else ''}", flush=True)
-        # A chapter's results are all rewritten by its run: none left over from an older version of it.
-        shutil.rmtree(results_dir() / f"ch{source.name[:2]}", ignore_errors=True)
-        started = time.monotonic()
-        done.append(execute_noting_java(source, {"QUICK": quick}))
-        if server:
-            ran = inputs.runs_log(source).read_text().split()
-            key = inputs.chapter_key(source, quick=quick, server=server, aliases=ran)
-            inputs.record(source, key | {"seconds": round(time.monotonic() - started, 1)})
+    with book_progress(sources, quick) as board:
+        for i, source in enumerate(sources):
+            last = inputs.last_run(source) if server else None
+            key = inputs.chapter_key(source, quick=quick, server=server, aliases=last["aliases"]) if last else None
+            if key and not fresh and inputs.unchanged(source, key):
+                print(
+                    f"pipelab: {source.relative_to(REPO)} unchanged since its last run (inputs {key['key'][:12]}); "
+                    "keeping its results (FRESH=1 measures it again)",
+                    flush=True,
+                )
+                board.keep(i)
+                done.append(notebooks_out_dir() / source.name)
+                continue
+            # A chapter's results are all rewritten by its run: none left over from an older version of it.
+            shutil.rmtree(results_dir() / f"ch{source.name[:2]}", ignore_errors=True)
+            board.start(i)
+            done.append(execute_noting_java(source, {"QUICK": quick}, board))
+            took = board.done()
+            if server:
+                ran = inputs.runs_log(source).read_text().split()
+                key = inputs.chapter_key(source, quick=quick, server=server, aliases=ran)
+                inputs.record(source, key | {"seconds": round(took, 1)})
     return done
 
 
-def execute_noting_java(source: Path, params: dict) -> Path:
+def execute_noting_java(source: Path, params: dict, board: progress.Progress | None = None) -> Path:
     """execute(), with the JBang aliases the chapter runs noted in its runs log (inputs.runs_log)."""
     log = inputs.runs_log(source)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -152,7 +182,7 @@ def execute_noting_java(source: Path, params: dict) -> Path:
     before = os.environ.get(jbang.RUNS_LOG_VAR)
     os.environ[jbang.RUNS_LOG_VAR] = os.pathsep.join(filter(None, [str(log), before]))
     try:
-        return execute(source, notebooks_out_dir() / source.name, params)
+        return execute(source, notebooks_out_dir() / source.name, params, board=board)
     finally:
         if before is None:
             os.environ.pop(jbang.RUNS_LOG_VAR)

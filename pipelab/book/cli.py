@@ -14,7 +14,7 @@ from ..course import timings as course
 from ..errors import LabError, friendly
 from ..lab import Session
 from ..paths import REPO, build_dir, reference_dir
-from . import agreement, reference, sitecheck
+from . import agreement, conditions, reference, sitecheck
 from . import build as book
 
 
@@ -56,6 +56,8 @@ def cmd_book(args) -> int:
         index = book.build_site()
         print(f"pipelab: site built: {index}")
     print(f"pipelab: book done in {time.monotonic() - started:.0f} s; results in {build_dir() / 'results'}")
+    if not args.no_site:  # last, as what the reader should look at first: sentences their run contradicts
+        print(conditions.summary(conditions.site_outcomes()))
     return 0
 
 
@@ -74,6 +76,7 @@ def cmd_reference(args) -> int:
     reference.save_timings(**took)
     changed = reference.write_values()
     print(f"pipelab: the reference's figures written into {len(changed)} Markdown files for GitHub's readers")
+    print(conditions.summary(conditions.site_outcomes()))
     return 0
 
 
@@ -84,6 +87,15 @@ def cmd_agreement(args) -> int:
         path = agreement.save(figures, args.run_a, args.run_b, figures["rows"])
         print(f"pipelab: saved as {path.relative_to(REPO)} (the method page prints it; commit it)")
     return 0
+
+
+def cmd_claims(args) -> int:
+    outcomes = conditions.site_outcomes()
+    for o in outcomes:
+        if args.all or o.state == conditions.NOISE:
+            print(f"{o.state or 'not measured'} on {o.line}")
+    print(conditions.summary(outcomes))
+    return 1 if any(o.state == conditions.CONTRADICTED for o in outcomes) else 0
 
 
 def cmd_course(args) -> int:
@@ -123,6 +135,7 @@ def cmd_linkcheck(args) -> int:
 
 def cmd_site(args) -> int:
     print(f"pipelab: site built: {book.build_site()}")
+    print(conditions.summary(conditions.site_outcomes()))
     return 0
 
 
@@ -202,6 +215,12 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--largest", type=int, default=15, help="how many of the largest moves to list")
     g.add_argument("--save", action="store_true", help="keep the figures beside the reference, for the method page")
     g.set_defaults(func=cmd_agreement)
+    m = sub.add_parser(
+        "claims",
+        help="judge every condition the prose states on the results the site shows (yours, else the reference's)",
+    )
+    m.add_argument("--all", action="store_true", help="list every condition, held ones too")
+    m.set_defaults(func=cmd_claims)
     c = sub.add_parser("course", help="run and time every exercise's solution (Python and Java)")
     c.add_argument("--quick", action="store_true", help="one run each, small sizes")
     c.add_argument("--no-site", action="store_true", help="time the solutions, leave the site as it is")

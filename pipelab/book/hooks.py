@@ -7,8 +7,12 @@ Markers in the Markdown (see site/chapters/*.md):
   <!-- pipelab:spread all -->       how far apart the repetitions of every measurement landed
   <!-- pipelab:course timings -->   the course plan beside what each exercise's solutions took
   <!-- pipelab:course footprint --> what the course fetched onto this machine, by size
+  <!-- pipelab:yourrun plot -->     a section of the "Your run" page: the reader's run against the
+                                    reference (yourrun.py; the plot is drawn in on_files)
   {{ ch01/name#key }}               one formatted figure from a results file (markers.py has both
                                     kinds, and the form `pipelab reference` writes for GitHub's readers)
+  <!--holds: ch01/name#key > 1 -->  the condition the sentence before it states: nothing when the run
+                                    shown keeps it, a quiet mark when not (conditions.py)
 Each results file is the reader's (build/results) when they have it, else the reference run's
 (pipelab/reference_run), and the page marks what comes from the reference. With neither (a reference
 not committed yet), every marker says so instead of failing.
@@ -30,7 +34,7 @@ matplotlib.use("Agg")  # plots go to files only, also under `make serve` on a de
 import matplotlib.pyplot as plt
 
 from pipelab import chapters, paths, plots
-from pipelab.book import markers, reference, report
+from pipelab.book import conditions, markers, reference, report, yourrun
 from pipelab.chapters import claims
 from pipelab.course import timings as course
 
@@ -70,6 +74,8 @@ def on_files(files, config):
         files.append(File(name, str(staging), config["site_dir"], config["use_directory_urls"]))
     for name in _draw_plots():
         files.append(File.generated(config, f"figures/{name}.png", abs_src_path=str(_figures() / f"{name}.png")))
+    if yourrun.draw(_figures() / yourrun.PLOT):  # the "Your run" page's scatter plot
+        files.append(File.generated(config, f"figures/{yourrun.PLOT}", abs_src_path=str(_figures() / yourrun.PLOT)))
     return files
 
 
@@ -143,6 +149,8 @@ def on_page_markdown(markdown, page, config, files):
             return report.spread_tables()
         if kind == "course":
             return course.footprint_table() if arg == "footprint" else course.timings_table()
+        if kind == "yourrun":
+            return yourrun.section(arg, depth)
         return _plot(arg, depth)
 
     def value(match: re.Match) -> str:
@@ -160,4 +168,11 @@ def on_page_markdown(markdown, page, config, files):
         kind = "ref" if from_reference else "figure"
         return f'<span class="{kind}" title="{"; ".join(titles)}">{shown}</span>'
 
-    return markers.VALUE.sub(value, markers.BLOCK.sub(marker, markdown))
+    def condition(match: re.Match) -> str:
+        try:
+            return conditions.mark(conditions.evaluate(match["condition"], page.file.src_uri), depth)
+        except conditions.ConditionError as err:
+            log.warning(f"{page.file.src_uri}: {err}")  # --strict: the build stops on it
+            return ""
+
+    return markers.VALUE.sub(value, markers.BLOCK.sub(marker, markers.CONDITION.sub(condition, markdown)))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import jbang, proxy, results
 from ..book import build as book
+from ..book import progress
 from ..errors import LabError
 from ..lab import open_lab
 from ..measure import Measurement, measure
@@ -91,39 +92,49 @@ def run_solutions(host: str, port: int, quick: bool) -> Path:
     repeat, warmup = (1, 0) if quick else (3, 1)  # the warm-up keeps the first run's time: compile, fetch
     measurements: list[Measurement] = []
     summary: dict = {}
-    for ex in EXERCISES:
-        source = ex.notebook("solutions")
-        target = notebooks_out_dir() / "solutions" / source.name
-        python = measure(
-            f"exercise {ex.number}, Python solution notebook",
-            lambda: book.execute(source, target, {"QUICK": quick}),
-            ops=1,
-            repeat=repeat,
-            warmup=warmup,
-            exercise=ex.number,
-        )
-        printed = _solved_line("".join(o.get("text", "") for c in _cells(target) for o in c.get("outputs", [])))
-        if not printed:
-            raise LabError(f"The solution notebook {source.name} ran but did not print 'solved'.")
-        java_lines: list[str] = []
-        java = measure(
-            f"exercise {ex.number}, jbang {ex.alias(True)}",
-            lambda: java_lines.append(_java_solution(ex, host, port)),
-            ops=1,
-            repeat=repeat,
-            warmup=warmup,
-            exercise=ex.number,
-        )
-        measurements += [python, java]
-        summary.update(
-            {
-                f"ex{ex.number}_python_s": results.median_figure(python),
-                f"ex{ex.number}_java_s": results.median_figure(java),
-                f"ex{ex.number}_java_first_s": results.quantity(java.warmup[0] if java.warmup else None, "s"),
-                f"ex{ex.number}_python_printed": results.quantity(0, "count", printed),
-                f"ex{ex.number}_java_printed": results.quantity(0, "count", java_lines[-1]),
-            }
-        )
+    runs = f"{repeat + warmup} run{'s' if repeat + warmup > 1 else ''}"
+    board = progress.Progress(
+        [progress.Chapter(int(ex.number), ex.title) for ex in EXERCISES], len(EXERCISES), what="course"
+    )
+    print("pipelab: the course has no reference run, so no estimate of the time left", flush=True)
+    with board:
+        for i, ex in enumerate(EXERCISES):
+            board.start(i)
+            source = ex.notebook("solutions")
+            target = notebooks_out_dir() / "solutions" / source.name
+            board.section(f"Python solution notebook, {runs}")
+            python = measure(
+                f"exercise {ex.number}, Python solution notebook",
+                lambda: book.execute(source, target, {"QUICK": quick}),
+                ops=1,
+                repeat=repeat,
+                warmup=warmup,
+                exercise=ex.number,
+            )
+            printed = _solved_line("".join(o.get("text", "") for c in _cells(target) for o in c.get("outputs", [])))
+            if not printed:
+                raise LabError(f"The solution notebook {source.name} ran but did not print 'solved'.")
+            java_lines: list[str] = []
+            board.section(f"jbang {ex.alias(True)}, {runs}")
+            java = measure(
+                f"exercise {ex.number}, jbang {ex.alias(True)}",
+                lambda: java_lines.append(_java_solution(ex, host, port)),
+                ops=1,
+                repeat=repeat,
+                warmup=warmup,
+                exercise=ex.number,
+            )
+            measurements += [python, java]
+            summary.update(
+                {
+                    f"ex{ex.number}_python_s": results.median_figure(python),
+                    f"ex{ex.number}_java_s": results.median_figure(java),
+                    f"ex{ex.number}_java_first_s": results.quantity(java.warmup[0] if java.warmup else None, "s"),
+                    f"ex{ex.number}_python_printed": results.quantity(0, "count", printed),
+                    f"ex{ex.number}_java_printed": results.quantity(0, "count", java_lines[-1]),
+                }
+            )
+            board.done()
     summary.update(footprint())
 
     return Path(open_lab(quick).save(TIMINGS, measurements, summary=summary))
