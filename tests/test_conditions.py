@@ -92,7 +92,9 @@ def test_conditions_are_judged_on_the_readers_run_else_the_reference(runs):
     write(results, "chx/run", {"up": ratio(0.9, 0.8, 1.2), "flat": ratio(1.0)})
     mine = conditions.evaluate("chx/run#up > 1 and #flat ~ 1 ±25%")
     assert (mine.state, mine.from_reference) == (NOISE, False)
-    assert mine.shown == ["up 0.9x (0.8x – 1.2x)", "flat 1x"]  # a figure without interval counts as a point
+    # Only the comparison that fell short is named; "flat", a point without interval, held.
+    assert (mine.needs, mine.shown) == ("up > 1", ["up 0.9x (0.8x – 1.2x)"])
+    assert on_reference.needs == "up > 1 and flat ~ 1 ±25%"
 
     write(results, "chx/run", {"up": ratio(0.5, 0.4, 0.6), "flat": ratio(1.0)})
     assert conditions.evaluate("chx/run#up > 1 and #flat ~ 1 ±25%").state == CONTRADICTED
@@ -172,6 +174,21 @@ def test_every_flipped_ratio_a_sentence_reads_has_a_condition():
         for page in printing:  # a short #key counts: its condition named the file before it
             stated = "\n".join(m["condition"] for m in markers.CONDITION.finditer(page.read_text()))
             assert re.search(rf"(?:{name})?#{key}\b", stated), f"{page.name} prints {figure} without a condition"
+
+
+def test_the_your_run_page_lists_the_sentences_a_run_contradicts(tmp_path, monkeypatch):
+    from pipelab.book import yourrun
+
+    monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path))
+    _, key = contradict(paths.results_dir())
+    text = yourrun.section("claims", 0)
+    first, *rest = text.splitlines()
+    rows = [line for line in rest if "| contradicted |" in line]
+    assert first.startswith("Claims: ") and first.endswith(f" within noise, {len(rows)} contradicted.")
+    assert rows and all(f"`{key} " in row for row in rows), "only the sentences on the made-up figure"
+    assert any(
+        row.startswith("| [1. Round-trip time](chapters/01-round-trip-time.md) | contradicted |") for row in rows
+    )
 
 
 def test_a_contradicted_sentence_shows_its_mark_in_the_browser(contradicted_site, tmp_path):

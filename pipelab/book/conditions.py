@@ -138,13 +138,13 @@ def judge(comparison: Comparison, left: tuple[float, float], right: tuple[float,
 
 
 def evaluate(condition: str, page: str = "") -> Outcome:
-    """`condition` judged on the results the site shows for each figure (the reader's, else the reference's)."""
+    """`condition` judged on the results the site shows for each figure (the reader's, else the
+    reference's). What it needs and shows are the comparisons that decided it: all of them when it
+    held, else only those that fell short, so a note names what moved and nothing else."""
     comparisons = parse(condition)
-    needs = " and ".join(c.text for c in comparisons)
-    outcome = Outcome(condition, needs, HELD, page=page)
-    judged, shown, sources = [], {}, set()
+    verdicts, sources = [], set()  # (comparison, state, {figure: shown text})
     for comparison in comparisons:
-        ranges = []
+        ranges, shown = [], {}
         for term in (comparison.left, comparison.right):
             figure = None
             if term.name is not None:
@@ -157,16 +157,24 @@ def evaluate(condition: str, page: str = "") -> Outcome:
                     or figure is None
                     or not isinstance(figure.get("value"), (int, float))
                 ):
-                    return Outcome(condition, needs, None, page=page)
+                    return Outcome(condition, " and ".join(c.text for c in comparisons), None, page=page)
                 sources.add(from_reference)
                 interval = f" ({figure['interval_text']})" if figure.get("interval_text") else ""
                 shown[f"{term.name}#{term.key}"] = f"{term.key} {figure['text']}{interval}"
             ranges.append(_range(term, figure))
-        judged.append(judge(comparison, *ranges))
-    outcome.state = CONTRADICTED if CONTRADICTED in judged else NOISE if NOISE in judged else HELD
-    outcome.shown = list(shown.values())
-    outcome.from_reference = sources == {True}
-    return outcome
+        verdicts.append((comparison, judge(comparison, *ranges), shown))
+    states = [state for _, state, _ in verdicts]
+    state = CONTRADICTED if CONTRADICTED in states else NOISE if NOISE in states else HELD
+    deciding = [(c, shown) for c, s, shown in verdicts if s == state]
+    figures = {k: v for _, shown in deciding for k, v in shown.items()}
+    return Outcome(
+        condition,
+        " and ".join(c.text for c, _ in deciding),
+        state,
+        list(figures.values()),
+        from_reference=sources == {True},
+        page=page,
+    )
 
 
 def mark(outcome: Outcome, depth: int) -> str:

@@ -19,7 +19,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .. import paths, plots, results
-from . import agreement, build, inputs, reference
+from . import agreement, build, conditions, inputs, reference
 from .report import ENV_FIELDS
 
 PLOT = "your-run.png"  # under the site's figures/
@@ -330,7 +330,33 @@ def times(depth: int = 0) -> str:
     return results.md_table(["Chapter", "Yours", "Reference", "Yours ÷ reference"], rows)
 
 
-SECTIONS = {"status": status, "plot": plot, "beyond": beyond, "environment": environment, "times": times}
+def _page_link(page: str, depth: int) -> str:
+    """A site page (its Markdown path) as a link: a chapter's by its heading."""
+    name = page.rsplit("/", 1)[-1]
+    if page.startswith("chapters/") and name[:2].isdigit():
+        return chapter_link(f"ch{name[:2]}", depth)
+    return f"[{page}]({'../' * depth}{page})"
+
+
+def claims(depth: int = 0) -> str:
+    """The sentences whose condition the run shown does not keep, with their pages (conditions.py)."""
+    outcomes = conditions.site_outcomes()
+    lines = [f"{conditions.summary(outcomes).splitlines()[0].capitalize()}."]
+    missed = [o for o in outcomes if o.state in (conditions.NOISE, conditions.CONTRADICTED)]
+    if missed:
+        lines += ["", "| Page | Outcome | The sentence needs | The figures |", "|---|---|---|---|"]
+        lines += [f"| {_page_link(o.page, depth)} | {o.state} | `{o.needs}` | {'; '.join(o.shown)} |" for o in missed]
+    return "\n".join(lines)
+
+
+SECTIONS = {
+    "status": status,
+    "claims": claims,
+    "plot": plot,
+    "beyond": beyond,
+    "environment": environment,
+    "times": times,
+}
 
 
 def section(name: str, depth: int) -> str:
