@@ -137,13 +137,8 @@ def book_progress(sources: list[Path], quick: bool) -> progress.Progress:
         )
         for source in sources
     ]
-    board = progress.Progress(chapters, of=len(notebooks()), pace=None if quick else 1.0)
-    if not board.estimable:
-        print("pipelab: the reference run lacks a chapter's time: no estimate of the time left")
-    elif quick:
-        # The reference ran full sizes: only its chapters' proportions hold, at this run's own pace.
-        print("pipelab: quick mode has no reference times of its own: time left shown once a chapter sets the pace")
-    return board
+    # Quick mode: the reference ran full sizes, so only its chapters' proportions hold, at this run's own pace.
+    return progress.Progress(chapters, of=len(notebooks()), pace=None if quick else 1.0)
 
 
 def _run_each(quick: bool, only: list[str] | None, server: str | None, fresh: bool) -> list[Path]:

@@ -47,6 +47,11 @@ def measure(*, quick: bool, only: list[str] | None, fresh: bool) -> None:
         book.run_notebooks(session.env(), quick=quick, only=only, server=session.server_identity(), fresh=fresh)
 
 
+def _print_claims() -> None:
+    """How the prose's conditions fare on the results the site shows: every site build ends with it."""
+    print(conditions.summary(conditions.site_outcomes()))
+
+
 def cmd_book(args) -> int:
     started = time.monotonic()
     measure(
@@ -57,7 +62,7 @@ def cmd_book(args) -> int:
         print(f"pipelab: site built: {index}")
     print(f"pipelab: book done in {time.monotonic() - started:.0f} s; results in {build_dir() / 'results'}")
     if not args.no_site:  # last, as what the reader should look at first: sentences their run contradicts
-        print(conditions.summary(conditions.site_outcomes()))
+        _print_claims()
     return 0
 
 
@@ -76,7 +81,7 @@ def cmd_reference(args) -> int:
     reference.save_timings(**took)
     changed = reference.write_values()
     print(f"pipelab: the reference's figures written into {len(changed)} Markdown files for GitHub's readers")
-    print(conditions.summary(conditions.site_outcomes()))
+    _print_claims()
     return 0
 
 
@@ -135,7 +140,7 @@ def cmd_linkcheck(args) -> int:
 
 def cmd_site(args) -> int:
     print(f"pipelab: site built: {book.build_site()}")
-    print(conditions.summary(conditions.site_outcomes()))
+    _print_claims()
     return 0
 
 

@@ -199,6 +199,16 @@ class Progress:
                     self._show()
 
     def __enter__(self) -> Progress:
+        # Said once, up front: why the line shows no time left, or not yet.
+        if not self.estimable:
+            some = "some of its parts" if any(c.reference_s for c in self.chapters) else "its parts"
+            note = f"the {self.what} has no reference time for {some}: no estimate of the time left"
+        elif self.pace is None:
+            note = "quick mode has no reference times of its own: time left shown once a chapter sets the pace"
+        else:
+            note = None
+        if note:
+            self.out.write(f"pipelab: {note}\n")
         if self.tty:
             threading.Thread(target=self._tick, daemon=True).start()
         return self

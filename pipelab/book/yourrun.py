@@ -344,8 +344,8 @@ def claims(depth: int = 0) -> str:
     lines = [f"{conditions.summary(outcomes).splitlines()[0].capitalize()}."]
     missed = [o for o in outcomes if o.state in (conditions.NOISE, conditions.CONTRADICTED)]
     if missed:
-        lines += ["", "| Page | Outcome | The sentence needs | The figures |", "|---|---|---|---|"]
-        lines += [f"| {_page_link(o.page, depth)} | {o.state} | `{o.needs}` | {'; '.join(o.shown)} |" for o in missed]
+        rows = [[_page_link(o.page, depth), o.state, f"`{o.needs}`", "; ".join(o.shown)] for o in missed]
+        lines += ["", results.md_table(["Page", "Outcome", "The sentence needs", "The figures"], rows)]
     return "\n".join(lines)
 
 

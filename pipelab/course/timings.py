@@ -96,7 +96,6 @@ def run_solutions(host: str, port: int, quick: bool) -> Path:
     board = progress.Progress(
         [progress.Chapter(int(ex.number), ex.title) for ex in EXERCISES], len(EXERCISES), what="course"
     )
-    print("pipelab: the course has no reference run, so no estimate of the time left", flush=True)
     with board:
         for i, ex in enumerate(EXERCISES):
             board.start(i)
