@@ -122,16 +122,25 @@ class Cluster:
 
     def __init__(self):
         self.nodes: list[Endpoint] = []  # the masters, as clients reach them
-        self.password: str | None = None
-        self.username: str | None = None
+        self.seed: Endpoint | None = None  # whose credentials and TLS every node shares
+
+    @property
+    def password(self) -> str | None:
+        return self.seed.password if self.seed else None
+
+    @property
+    def username(self) -> str | None:
+        return self.seed.username if self.seed else None
 
     @property
     def startup_nodes(self) -> list[ClusterNode]:
         return [ClusterNode(n.host, n.port) for n in self.nodes]
 
     def client(self, **kwargs) -> RedisCluster:
-        kwargs.setdefault("username", self.username)
-        kwargs.setdefault("password", self.password)
+        if self.seed is not None:
+            for name, value in self.seed.client_kwargs().items():
+                if name not in ("host", "port", "db"):
+                    kwargs.setdefault(name, value)
         return RedisCluster(startup_nodes=self.startup_nodes, **kwargs)
 
     def node_client(self, node: Endpoint | int, **kwargs) -> redis.Redis:
@@ -428,9 +437,9 @@ class EmbeddedCluster(Cluster):
 
     def describe(self) -> dict:
         return {
-            "cluster_url": self.nodes[0].url if self.nodes else None,
+            "cluster_url": self.nodes[0].shown if self.nodes else None,
             "owned": True,
-            "nodes": [n.url for n in self.nodes],
+            "nodes": [n.shown for n in self.nodes],
         }
 
 
@@ -440,25 +449,15 @@ class AttachedCluster(Cluster):
     def __init__(self, url: str | None = None):
         super().__init__()
         self.url = url or os.environ.get(CLUSTER_VAR) or ""
-        try:
-            self.seed = parse_url(self.url)
-        except LabError:
-            raise LabError(
-                f"{CLUSTER_VAR} must name one node, like redis://127.0.0.1:17000 "
-                f"(optionally redis://:password@host:port); got {self.url!r}."
-            ) from None
+        self.seed = parse_url(self.url, CLUSTER_VAR, "name one node, like redis://127.0.0.1:17000")
         if self.seed.db != 0:
             raise LabError(
                 f"{CLUSTER_VAR} names database {self.seed.db}, but a Redis Cluster has only database 0; "
                 "drop the /db part."
             )
-        self.username, self.password = self.seed.username, self.seed.password
 
     def start(self, allow_foreign: bool | None = None) -> AttachedCluster:
-        try:
-            seed = wait_for_redis(self.seed, timeout=3)
-        except LabError as err:  # same sentence as for REDIS_URL, naming the variable the reader set
-            raise LabError(str(err).replace("REDIS_URL", CLUSTER_VAR)) from None
+        seed = wait_for_redis(self.seed, timeout=3, variable=CLUSTER_VAR)
         with seed:
             if seed.info("cluster").get("cluster_enabled") != 1:
                 raise LabError(
@@ -476,7 +475,7 @@ class AttachedCluster(Cluster):
         if others:
             endpoint, key = others[0]
             raise LabError(
-                f"The cluster at {self.url} holds keys that are not the lab's (e.g. {key!r} on master "
+                f"The cluster at {self.seed.shown} holds keys that are not the lab's (e.g. {key!r} on master "
                 f"{endpoint.host}:{endpoint.port}); point {CLUSTER_VAR} at an empty cluster, or set "
                 "PIPELAB_ALLOW_FOREIGN_KEYS=1 to write beside them (the lab never deletes keys outside "
                 "its 'pipelab:' prefix)."
@@ -490,10 +489,10 @@ class AttachedCluster(Cluster):
             host, port, node_id = _text(entry[2][0]), int(entry[2][1]), _text(entry[2][2])
             if host in ("", "?"):  # no preferred endpoint announced: the address we used works for all
                 host = self.seed.host
-            masters[node_id] = Endpoint(host, port, 0, self.password, self.username)
+            masters[node_id] = self.seed.moved(host, port, 0)
         if not masters:
             raise LabError(
-                f"The cluster at {self.url} serves no slots yet; form it first (e.g. "
+                f"The cluster at {self.seed.shown} serves no slots yet; form it first (e.g. "
                 "`docker compose --profile cluster up -d` runs the one-shot cluster-init)."
             )
         return sorted(masters.values(), key=lambda e: (e.host, e.port))
@@ -502,7 +501,7 @@ class AttachedCluster(Cluster):
         pass  # not ours to stop; call delete_lab_keys() to leave it as found
 
     def describe(self) -> dict:
-        return {"cluster_url": self.url, "owned": False, "nodes": [n.url for n in self.nodes]}
+        return {"cluster_url": self.seed.shown, "owned": False, "nodes": [n.shown for n in self.nodes]}
 
 
 def open_cluster(masters: int = 3) -> Cluster:

@@ -20,7 +20,7 @@ from . import results
 from .errors import LabError
 from .measure import Measurement, repeat_rule, show_progress, stop_reason
 from .paths import REPO, tools_dir
-from .server import PREFIX
+from .server import PREFIX, Endpoint
 
 JBANG_VERSION = "0.132.1"
 JBANG_SHA1 = "719c67526660a0122a126c0c99207724564968db"  # of jbang-cli-0.132.1-all.jar on Maven Central
@@ -82,9 +82,17 @@ def jbang_jar() -> Path:
     return jar
 
 
-def jbang_env() -> dict:
+def jbang_env(target: Endpoint | None = None, cluster: Endpoint | None = None) -> dict:
     # The examples' key prefix, and when they take more rounds than asked (LabSupport.RepeatRule).
-    return dict(os.environ, JBANG_NO_VERSION_CHECK="true", PIPELAB_PREFIX=PREFIX, PIPELAB_REPEAT_RULE=repeat_rule())
+    env = dict(os.environ, JBANG_NO_VERSION_CHECK="true", PIPELAB_PREFIX=PREFIX, PIPELAB_REPEAT_RULE=repeat_rule())
+    # User, password, database and TLS go by environment: a command line is visible to `ps`. A run
+    # that also reaches a cluster learns the cluster's own (LabConnection.cluster()).
+    env.pop("REDIS_CLUSTER_URL", None)
+    if target is not None:
+        env["REDIS_URL"] = target.url
+    if cluster is not None:
+        env["REDIS_CLUSTER_URL"] = cluster.url
+    return env
 
 
 def jbang_argv(args: list[str]) -> list[str]:
@@ -263,8 +271,10 @@ def parse_result(stdout: str) -> dict:
     return json.loads(lines[0][len(RESULT_MARK) :])
 
 
-def run_example(alias: str, host: str, port: int, *args) -> JavaRun:
-    """Run a catalog alias against host:port with positional args; stream its lines, return its result."""
+def run_example(alias: str, target: Endpoint, *args, cluster: Endpoint | None = None) -> JavaRun:
+    """Run a catalog alias against `target` (host and port as its first arguments, the rest of the URL
+    in REDIS_URL) with positional args, and `cluster`'s node settings in REDIS_CLUSTER_URL when the
+    run reaches a cluster too; stream its lines, return its result."""
     if alias not in catalog_aliases():
         raise LabError(f"No JBang alias {alias!r} in jbang-catalog.json.")
     require_jdk()
@@ -272,12 +282,14 @@ def run_example(alias: str, host: str, port: int, *args) -> JavaRun:
     for runs_log in filter(None, os.environ.get(RUNS_LOG_VAR, "").split(os.pathsep)):
         with open(runs_log, "a") as log:
             log.write(alias + "\n")
-    argv = jbang_argv([alias, host, str(port), *map(str, args)])
+    argv = jbang_argv([alias, target.host, str(target.port), *map(str, args)])
     lines: list[str] = []
     bar = None
     if show_progress():
         bar = tqdm(desc=f"jbang {alias}", unit=" lines", leave=False)
-    proc = subprocess.Popen(argv, cwd=REPO, env=jbang_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        argv, cwd=REPO, env=jbang_env(target, cluster), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stderr is not None
     # stderr is drained beside stdout: an example that logs a lot would otherwise fill the pipe and stall.
     err_chunks: list[str] = []

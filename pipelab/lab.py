@@ -65,7 +65,7 @@ class Session:
         if url:
             self.endpoint = parse_url(url)
             client = wait_for_redis(self.endpoint, timeout=3)
-            check_ownership(client, self.endpoint.url, allow_foreign=foreign_keys_allowed())
+            check_ownership(client, self.endpoint.shown, allow_foreign=foreign_keys_allowed())
             client.close()
         else:
             self.redis = EmbeddedRedis(port=self.port).start()
@@ -101,13 +101,15 @@ class Session:
 
     def server_identity(self) -> str:
         """What the results depend on of the server: the binary's content when the lab started it,
-        else the attached server's address, name, version and build id."""
+        else the attached server's URL (hashed: it may hold a password; it names user, TLS and
+        database, which all change figures), name, version and build id."""
         if self.redis is not None:
             return "binary sha256 " + hashlib.sha256(Path(self.redis.binary).read_bytes()).hexdigest()
         with self.endpoint.client() as client:
             info = client.info("server")
         return (
-            f"{self.endpoint.host}:{self.endpoint.port} {info.get('server_name', 'redis')} "
+            f"REDIS_URL sha256 {hashlib.sha256(self.endpoint.url.encode()).hexdigest()} "
+            f"{info.get('server_name', 'redis')} "
             f"{info.get('valkey_version') or info.get('redis_version')} {info.get('redis_build_id', '')}"
         )
 
@@ -237,10 +239,18 @@ class Lab:
     measure = staticmethod(measure)
     measure_interleaved = staticmethod(measure_interleaved)
 
-    def java(self, alias: str, *args, link: Link | None = None, target: Endpoint | None = None) -> jbang.JavaRun:
-        """Run a JBang example against Redis, a `link` to it (RTT, faults) or another `target` (a cluster node)."""
+    def java(
+        self,
+        alias: str,
+        *args,
+        link: Link | None = None,
+        target: Endpoint | None = None,
+        cluster: Endpoint | None = None,
+    ) -> jbang.JavaRun:
+        """Run a JBang example against Redis, a `link` to it (RTT, faults) or another `target` (a cluster
+        node); `cluster`: a node of the cluster the run also reaches (its settings may differ)."""
         target = target or (link.endpoint if link else self.endpoint)
-        run = jbang.run_example(alias, target.host, target.port, *args)
+        run = jbang.run_example(alias, target, *args, cluster=cluster)
         self._java_clients.update(run.clients)
         self._java_clients["java"] = run.data.get("java_version")
         if jvm := run.data.get("jvm"):

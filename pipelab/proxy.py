@@ -169,7 +169,7 @@ class Toxiproxy:
                     "start it with this repository's docker-compose.yml."
                 ) from None
         port = int(listen.rsplit(":", 1)[1])
-        return Endpoint("127.0.0.1", port, upstream.db, upstream.password, upstream.username)
+        return upstream.moved("127.0.0.1", port)  # TLS passes through: toxiproxy relays bytes
 
     def set_rtt(self, rtt_ms: float) -> None:
         plan = toxic_plan(rtt_ms)

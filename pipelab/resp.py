@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import socket
+from typing import TYPE_CHECKING
+
+from .errors import LabError
+
+if TYPE_CHECKING:
+    from .server import Endpoint
 
 
 def encode(*args: str | bytes) -> bytes:
@@ -36,8 +42,24 @@ def read_bytes(sock: socket.socket, count: int) -> None:
         got += n
 
 
-def connect(host: str, port: int) -> socket.socket:
-    """A socket as client libraries open one: TCP_NODELAY, so the kernel never holds a write back."""
-    sock = socket.create_connection((host, port), timeout=30)
+def connect(endpoint: Endpoint, timeout: float = 30) -> socket.socket:
+    """A socket as client libraries open one: TCP_NODELAY, so the kernel never holds a write back;
+    wrapped in TLS, logged in and on the database when the endpoint's URL asks for them."""
+    sock = socket.create_connection((endpoint.host, endpoint.port), timeout=timeout)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if context := endpoint.ssl_context():
+        sock = context.wrap_socket(sock, server_hostname=endpoint.host)
+    setup = []
+    if endpoint.password is not None:
+        setup.append(encode("AUTH", *filter(None, [endpoint.username]), endpoint.password))
+    if endpoint.db:
+        setup.append(encode("SELECT", str(endpoint.db)))
+    if setup:
+        sock.sendall(b"".join(setup))
+        refused = [r for r in read_replies(sock, len(setup)) if not r.startswith(b"+")]
+        if refused:
+            sock.close()
+            raise LabError(
+                f"Redis at {endpoint.where} refused the login or database in REDIS_URL: {refused[0][1:].decode()}."
+            )
     return sock

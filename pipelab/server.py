@@ -13,15 +13,17 @@ import platform
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote, urlparse
+from urllib.parse import parse_qs, quote, urlparse
 
 import redis
+import redis.asyncio
 import redis.connection
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -39,43 +41,95 @@ class Endpoint:
     host: str
     port: int
     db: int = 0
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)  # a repr lands in tracebacks and notebooks
     username: str | None = None
     tls: bool = False  # rediss://
+    ca_file: str | None = None  # ?ssl_ca_certs=PATH: the CA to trust instead of the system's
 
     @property
     def url(self) -> str:
-        auth = ""
-        if self.password is not None:
-            auth = f"{quote(self.username or '', safe='')}:{quote(self.password, safe='')}@"
-        return f"{'rediss' if self.tls else 'redis'}://{auth}{self.host}:{self.port}/{self.db}"
+        """The whole URL, secret included: only for a child process's environment, never to show."""
+        return self._url(None if self.password is None else quote(self.password, safe=""))
+
+    @property
+    def shown(self) -> str:
+        """The URL as the lab prints and stores it: the password masked."""
+        return self._url(None if self.password is None else "***")
+
+    def _url(self, secret: str | None) -> str:
+        auth = "" if secret is None else f"{quote(self.username or '', safe='')}:{secret}@"
+        query = f"?ssl_ca_certs={quote(self.ca_file)}" if self.ca_file else ""
+        return f"{'rediss' if self.tls else 'redis'}://{auth}{self.host}:{self.port}/{self.db}{query}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def moved(self, host: str, port: int, db: int | None = None) -> Endpoint:
+        """The same credentials and TLS at another address (a proxy, a cluster node)."""
+        return Endpoint(host, port, self.db if db is None else db, self.password, self.username, self.tls, self.ca_file)
 
     def client(self, **kwargs) -> redis.Redis:
-        return redis.Redis(
-            host=self.host,
-            port=self.port,
-            db=self.db,
-            username=self.username,
-            password=self.password,
-            ssl=self.tls,
-            **kwargs,
-        )
+        return redis.Redis(**self.client_kwargs(), **kwargs)
+
+    def async_client(self, **kwargs) -> redis.asyncio.Redis:
+        return redis.asyncio.Redis(**self.client_kwargs(), **kwargs)
+
+    def client_kwargs(self) -> dict:
+        """What redis-py's clients and connection pools take to reach this server as configured."""
+        kwargs = {
+            "host": self.host,
+            "port": self.port,
+            "db": self.db,
+            "username": self.username,
+            "password": self.password,
+        }
+        if self.tls:
+            kwargs.update(ssl=True, ssl_ca_certs=self.ca_file)
+        return kwargs
+
+    def connection_kwargs(self, ssl_class: type = redis.connection.SSLConnection) -> dict:
+        """The same for a connection pool, which takes a connection class instead of ssl=True
+        (redis.asyncio.SSLConnection for an asyncio pool)."""
+        kwargs = self.client_kwargs()
+        if kwargs.pop("ssl", False):
+            kwargs["connection_class"] = ssl_class
+        return kwargs
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """For raw sockets: what redis-py checks (the CA, the host name), or None for plain TCP."""
+        return ssl.create_default_context(cafile=self.ca_file) if self.tls else None
 
 
-def parse_url(url: str) -> Endpoint:
+def parse_url(url: str, variable: str = "REDIS_URL", shape: str = "look like redis://127.0.0.1:6379/0") -> Endpoint:
     """Read a redis:// or rediss:// URL with redis-py's own parser (it decodes a percent-encoded
-    password), or say in one sentence what a valid one looks like."""
+    password), or say in one sentence what a valid one looks like. The sentence never repeats a
+    password: it shows the URL masked, or only its shape."""
     hint = (
-        "REDIS_URL must look like redis://127.0.0.1:6379/0 (optionally redis://:password@host:port/db, "
-        "percent-encoding reserved characters, or rediss:// for TLS)"
+        f"{variable} must {shape} (optionally redis://user:password@host:port/db, "
+        "percent-encoding reserved characters, or rediss://...?ssl_ca_certs=/path/ca.pem for TLS)"
     )
+    parts = urlparse(url)
+    masked = url if parts.password is None else url.replace(f":{parts.password}@", ":***@", 1)
     try:
         kwargs = redis.connection.parse_url(url)
-        path = urlparse(url).path.lstrip("/")
+        path = parts.path.lstrip("/")
     except ValueError:
-        raise LabError(f"{hint}; got {url!r}.") from None
+        raise LabError(f"{hint}; got {masked!r}.") from None
     if not url.startswith(("redis://", "rediss://")) or not kwargs.get("host") or (path and not path.isdigit()):
-        raise LabError(f"{hint}; got {url!r}.")
+        raise LabError(f"{hint}; got {masked!r}.")
+    unknown = set(parse_qs(parts.query)) - {"ssl_ca_certs"}
+    if unknown:
+        raise LabError(f"{hint}; {', '.join(sorted(unknown))} is not a parameter the lab reads (only ssl_ca_certs).")
+    ca_file = kwargs.get("ssl_ca_certs")
+    if ca_file is not None:
+        if not url.startswith("rediss://"):
+            raise LabError(f"{variable} names a CA (ssl_ca_certs) but not TLS; start it with rediss://.")
+        if not os.access(ca_file, os.R_OK):
+            raise LabError(
+                f"{variable} names the CA file {ca_file}, which cannot be read; fix the path in ssl_ca_certs."
+            )
+        ca_file = str(Path(ca_file).resolve())  # Java examples and kernels run from other directories
     return Endpoint(
         kwargs["host"],
         kwargs.get("port") or 6379,
@@ -83,10 +137,19 @@ def parse_url(url: str) -> Endpoint:
         kwargs.get("password"),
         kwargs.get("username"),
         tls=url.startswith("rediss://"),
+        ca_file=ca_file,
     )
 
 
-def wait_for_redis(endpoint: Endpoint, timeout: float = 10.0, proc: subprocess.Popen | None = None) -> redis.Redis:
+def _ssl_reason(err: Exception) -> str:
+    """OpenSSL's words for a refused certificate, without the wrapping and the C source line."""
+    text = str(err)
+    return text[text.find("certificate verify failed") :].split(" (_ssl.c")[0]
+
+
+def wait_for_redis(
+    endpoint: Endpoint, timeout: float = 10.0, proc: subprocess.Popen | None = None, variable: str = "REDIS_URL"
+) -> redis.Redis:
     """Return a connected client once PING answers; one clear sentence if it never does."""
     deadline = time.monotonic() + timeout
     last: Exception | None = None
@@ -102,22 +165,32 @@ def wait_for_redis(endpoint: Endpoint, timeout: float = 10.0, proc: subprocess.P
             client.ping()
             return client
         except redis.AuthenticationError:
+            client.close()
+            if endpoint.password is None:
+                raise LabError(
+                    f"Redis at {endpoint.where} asks for a password; put it in {variable} "
+                    "(redis://user:password@host:port/db)."
+                ) from None
             raise LabError(
-                f"Redis at {endpoint.host}:{endpoint.port} refused the password in REDIS_URL; "
-                "fix the credentials in REDIS_URL."
+                f"Redis at {endpoint.where} refused the user and password in {variable}; fix the credentials there."
             ) from None
         except (redis.ConnectionError, redis.TimeoutError, OSError) as err:
-            last = err
             client.close()
+            if endpoint.tls and "CERTIFICATE_VERIFY_FAILED" in str(err):
+                raise LabError(
+                    f"The TLS certificate of Redis at {endpoint.where} is not trusted ({_ssl_reason(err)}); "
+                    f"name the CA that signed it with ?ssl_ca_certs=/path/ca.pem in {variable}."
+                ) from None
+            last = err
             time.sleep(0.05)
     if endpoint.tls:
         raise LabError(
-            f"No TLS connection to Redis at {endpoint.host}:{endpoint.port} ({last}); check that the "
-            "server speaks TLS on that port, or use redis:// for a plain one."
+            f"No TLS connection to Redis at {endpoint.where} ({last}); check that the "
+            f"server speaks TLS on that port, or use redis:// in {variable} for a plain one."
         )
     raise LabError(
-        f"Cannot reach Redis at {endpoint.host}:{endpoint.port} ({last}); start it, or unset "
-        "REDIS_URL to let the lab start its own."
+        f"Cannot reach Redis at {endpoint.where} ({last}); start it, or unset "
+        f"{variable} to let the lab start its own (a server that speaks only TLS needs rediss://)."
     )
 
 
@@ -305,8 +378,11 @@ class EmbeddedRedis:
         args: list[str] = (),
         cpus: set[int] | None = None,
         env: dict | None = None,
+        tls=None,
     ):
         self.port = port or int(os.environ.get("PIPELAB_PORT") or DEFAULT_PORT)
+        self.tls = tls  # tls.TlsFiles: TLS on tls_port beside the plain port, in the same process
+        self.tls_port = free_port() if tls is not None else None
         self.binary = binary or find_redis_server()
         self.password = password  # requirepass: for the handshake section and the REDIS_URL tests
         self.args = list(args)  # more configuration, e.g. ["--io-threads", "2"] (chapter 6)
@@ -318,6 +394,11 @@ class EmbeddedRedis:
     @property
     def endpoint(self) -> Endpoint:
         return Endpoint("127.0.0.1", self.port, password=self.password)
+
+    @property
+    def tls_endpoint(self) -> Endpoint:
+        """The same server through TLS, trusting the CA that signed its certificate."""
+        return Endpoint("127.0.0.1", self.tls_port, password=self.password, tls=True, ca_file=str(self.tls.ca))
 
     def start(self) -> EmbeddedRedis:
         if not port_is_free(self.port):
@@ -345,6 +426,8 @@ class EmbeddedRedis:
         ]
         if self.password is not None:
             argv += ["--requirepass", self.password]
+        if self.tls is not None:
+            argv += self.tls.server_args(self.tls_port)
         self.proc = start_process(argv + self.args, Path(self.dir.name) / "redis.log", self.cpus, self.env)
         try:
             wait_for_redis(self.endpoint, proc=self.proc).close()

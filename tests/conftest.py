@@ -163,7 +163,7 @@ def unsolved_java() -> dict:
     out = {}
     with EmbeddedRedis(port=free_port()) as server:
         for ex in course.EXERCISES:
-            done = course.run_java(ex, server.endpoint.host, server.endpoint.port, solution=False)
+            done = course.run_java(ex, server.endpoint, solution=False)
             with server.endpoint.client() as client:
                 out[ex.alias(False)] = (done, client.dbsize())
     return out
@@ -212,7 +212,7 @@ def contradict(results_dir: Path) -> tuple[str, str]:
 @pytest.fixture(scope="session")
 def background(isolated_build, tmp_path_factory) -> dict:
     """The course's solutions run and timed as a trainer runs them (`pipelab course --quick`), its
-    Java exercises run unsolved, and the site built (mkdocs --strict) before the reader measured
+    Java exercises run unsolved, a quick chapter against an ACL user over TLS ("secured"), and the site built (mkdocs --strict) before the reader measured
     anything: with the committed reference ("reference"), with no reference either ("nothing"), and
     with one results file of the reader's that contradicts a sentence of chapter 1 ("contradicted")."""
     from pipelab import paths
@@ -225,6 +225,13 @@ def background(isolated_build, tmp_path_factory) -> dict:
             "course_run",
         ),
         "unsolved": InThread(unsolved_java, "unsolved_java_runs"),
+        "secured": Background(
+            [sys.executable, "-m", "tests.secured_book", str(isolated_build / "secured")],
+            lambda: dict(os.environ),
+            isolated_build / "secured.log",
+            "secured_run",
+            made=isolated_build / "secured",
+        ),
     }
     base = tmp_path_factory.mktemp("unmeasured")
     contradict(base / "contradicted" / "build" / "results")
@@ -299,6 +306,22 @@ def course_run(jdk, background):
     code, printed = background["course"].wait()
     assert code == 0, f"pipelab course --quick exited {code}:\n{printed}"
     return results.load(course.TIMINGS)
+
+
+@pytest.fixture(scope="session")
+def secured_run(jdk, background) -> tuple[dict, Path]:
+    """A quick chapter run by `pipelab book` against an ACL user over TLS (tests/secured_book.py), beside
+    chapter 8: what it wrote in secured.json, and its directory (the build is under build/)."""
+    from tests import secured_book
+
+    try:
+        secured_book.tls.tls_server_binary()
+    except LabError as err:
+        unavailable(str(err))
+    code, printed = background["secured"].wait()
+    assert code == 0, f"tests.secured_book exited {code}:\n{printed}"
+    made = background["secured"].made
+    return json.loads((made / "secured.json").read_text()), made
 
 
 @pytest.fixture(scope="session")
@@ -451,6 +474,7 @@ NOTEBOOK_FIXTURES = {
     "unsolved_java_runs",
     "tab",
     "contradicted_site",
+    "secured_run",
 }
 REDIS_FIXTURES = {"session", "lab", "rtt_lab", "other_redis", "jdk", "background"}
 

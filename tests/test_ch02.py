@@ -95,6 +95,22 @@ def test_notebook_claims_hold(executed_notebooks):
     assert depth["redispy_gain"]["value"] > 1 and depth["jedis_gain"]["value"] > 1
 
 
+def test_tls_costs_most_where_nothing_shares_it(executed_notebooks):
+    """One server's plain and TLS ports, both clients at every depth: TLS adds more per SET one at a
+    time than deep in a pipeline, and the server's CPU per SET says the same."""
+    doc = results.load("ch02/tls")
+    if doc is None:  # no server with TLS here: the notebook said why
+        unavailable("chapter 2's TLS section found no server built with TLS")
+    summary, depths = doc["summary"], doc["params"]["depths"]
+    assert doc["params"]["server"]["tls"].startswith("TLS"), doc["params"]["server"]
+    labels = {m.label for m in doc["measurements"]}
+    assert labels == {f"{c} {t} depth {d}" for c in ("redis-py", "Jedis") for t in ("plain", "TLS") for d in depths}
+    low, high = min(depths), max(depths)
+    for client in ("py", "jedis"):
+        assert summary[f"{client}_tls_extra_us_d{low}"]["value"] > summary[f"{client}_tls_extra_us_d{high}"]["value"]
+    assert summary[f"py_server_cpu_us_tls_d{low}"]["value"] > summary[f"py_server_cpu_us_tls_d{high}"]["value"]
+
+
 def m(label, ops, seconds, **params):
     return Measurement(label, ops, [seconds * 0.9, seconds, seconds * 1.1], params)
 

@@ -53,6 +53,6 @@ def test_an_unsolved_java_exercise_says_so_in_one_sentence(ex, unsolved_java_run
 
 
 def test_a_java_exercise_refuses_a_redis_with_foreign_keys(jdk, lab, foreign_key):
-    done = course.run_java(course.EXERCISES[0], lab.endpoint.host, lab.endpoint.port, solution=True)
+    done = course.run_java(course.EXERCISES[0], lab.endpoint, solution=True)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "not the lab's" in done.stdout + done.stderr

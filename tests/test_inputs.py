@@ -37,7 +37,12 @@ def test_java_inputs_are_the_aliases_run_and_their_sources_lines():
     names = {p.name for p in inputs.java_files(["ch08-lettuce", "ch08-jedis"])}
     assert {"LettuceTraps.java", "JedisTraps.java", "LabSupport.java", "ClusterSupport.java"} <= names
     assert "PingBench.java" not in names and "LabDefaults.java" not in names
-    assert {p.name for p in inputs.java_files(["ch02-depth"])} == {"DepthBench.java", "LabSupport.java"}
+    assert {p.name for p in inputs.java_files(["ch02-depth"])} == {
+        "DepthBench.java",
+        "LabSupport.java",
+        "JedisSupport.java",  # how Jedis connects as REDIS_URL says
+        "LabConnection.java",
+    }
 
 
 def test_meaning_ignores_comments_docstrings_and_layout_but_not_code():

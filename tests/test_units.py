@@ -36,6 +36,31 @@ def test_parse_url_decodes_reserved_characters_and_knows_tls():
     assert tls.client().connection_pool.connection_class.__name__ == "SSLConnection"
 
 
+def test_the_url_shown_masks_the_password_and_the_repr_leaves_it_out(tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("not read here")
+    ep = parse_url(f"rediss://pipelab:p%40ss%3Ax@127.0.0.1:6390/3?ssl_ca_certs={ca}")
+    assert (ep.username, ep.password, ep.ca_file) == ("pipelab", "p@ss:x", str(ca))
+    assert ep.shown == f"rediss://pipelab:***@127.0.0.1:6390/3?ssl_ca_certs={ca}"
+    assert parse_url(ep.url) == ep  # the whole URL, for a child's environment only
+    assert "p@ss" not in repr(ep) and "p%40ss" not in repr(ep)
+    assert ep.client().connection_pool.connection_kwargs["ssl_ca_certs"] == str(ca)
+    moved = ep.moved("127.0.0.1", 7000, 0)
+    assert (moved.port, moved.db, moved.password, moved.tls, moved.ca_file) == (7000, 0, "p@ss:x", True, str(ca))
+
+
+def test_parse_url_says_what_is_wrong_without_repeating_the_password(tmp_path):
+    with pytest.raises(LabError) as bad:
+        parse_url("redis://user:s3cret@127.0.0.1:6379/x")
+    assert "s3cret" not in str(bad.value) and "***" in str(bad.value)
+    with pytest.raises(LabError, match="cannot be read"):
+        parse_url(f"rediss://127.0.0.1:6379/0?ssl_ca_certs={tmp_path}/missing.pem")
+    with pytest.raises(LabError, match="start it with rediss://"):
+        parse_url(f"redis://127.0.0.1:6379/0?ssl_ca_certs={tmp_path}")
+    with pytest.raises(LabError, match="only ssl_ca_certs"):
+        parse_url("rediss://127.0.0.1:6379/0?ssl_cert_reqs=none")
+
+
 @pytest.mark.parametrize(
     "bad", ["localhost:6379", "http://127.0.0.1:6379", "redis://127.0.0.1:port", "redis://127.0.0.1:6379/x", "redis://"]
 )

@@ -8,6 +8,9 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //DEPS com.google.code.gson:gson:2.14.0
 //SOURCES ../common/LabDefaults.java
+//SOURCES ../common/JedisSupport.java
+//SOURCES ../common/LettuceSupport.java
+//SOURCES ../common/SpringSupport.java
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 
 // Chapter 3: connection models under concurrency, measured with JMH. Many threads each issue
@@ -39,11 +42,17 @@
 // when JBang compiles this file) writes the benchmark stubs and META-INF/BenchmarkList. It
 // refuses classes in the default package, hence the package below; for the same reason this
 // example cannot use the lab's LabSupport (a default-package class) and carries its own
-// small safety check, cleanup and result line.
+// small safety check, cleanup and result line. Its connections take REDIS_URL's user, password,
+// database and TLS from the same helpers as every other example (package pipelab); the forked
+// JVMs read REDIS_URL from the environment they inherit, never from their command line.
 
 package pipelab.ch03;
 
+import pipelab.JedisSupport;
+import pipelab.LabConnection;
 import pipelab.LabDefaults;
+import pipelab.LettuceSupport;
+import pipelab.SpringSupport;
 import com.google.gson.GsonBuilder;
 
 import java.time.Duration;
@@ -56,7 +65,6 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
 import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
@@ -77,7 +85,6 @@ import org.openjdk.jmh.runner.options.Options;
 import org.openjdk.jmh.runner.options.OptionsBuilder;
 import org.openjdk.jmh.runner.options.TimeValue;
 import org.openjdk.jmh.runner.options.VerboseMode;
-import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceClientConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.RedisTemplate;
@@ -119,6 +126,16 @@ public class ConnectionModels {
         return Integer.getInteger("pipelab.port", LabDefaults.port());
     }
 
+    /**
+     * The Jedis settings of every connection here: the timeout, RESP2 stated outright (Jedis, unlike
+     * its newer RedisClient, cannot negotiate RESP3 and warns when a config leaves negotiation on),
+     * plus REDIS_URL's user, password, database and TLS.
+     */
+    static JedisClientConfig jedisConfig(String host, int port) {
+        return JedisSupport.config(host, port, DefaultJedisClientConfig.builder().timeoutMillis(TIMEOUT_MS)
+                .autoNegotiateProtocol(false));
+    }
+
     // ------------------------------------------------------------ the four models
 
     /** One key per benchmark thread, so no two threads write the same key. */
@@ -146,7 +163,8 @@ public class ConnectionModels {
         @SuppressWarnings("deprecation")
         public void open() {
             // new GenericObjectPoolConfig<>(): maxTotal 8, maxIdle 8, block without limit when empty.
-            pool = new JedisPool(new GenericObjectPoolConfig<Jedis>(), host(), port(), TIMEOUT_MS);
+            pool = new JedisPool(new GenericObjectPoolConfig<Jedis>(), new HostAndPort(host(), port()),
+                    jedisConfig(host(), port()));
         }
 
         @TearDown(Level.Trial)
@@ -167,7 +185,7 @@ public class ConnectionModels {
             // maxIdle defaults to 8: connections returned beyond 8 idle ones would be closed and
             // reopened on the next borrow, so a pool of 100 keeps up to 100 idle as well.
             config.setMaxIdle(100);
-            pool = new JedisPool(config, host(), port(), TIMEOUT_MS);
+            pool = new JedisPool(config, new HostAndPort(host(), port()), jedisConfig(host(), port()));
         }
 
         @TearDown(Level.Trial)
@@ -185,7 +203,7 @@ public class ConnectionModels {
 
         @Setup(Level.Trial)
         public void open() {
-            client = RedisClient.create(RedisURI.builder().withHost(host()).withPort(port())
+            client = LettuceSupport.client(LettuceSupport.uri(host(), port())
                     .withTimeout(Duration.ofMillis(TIMEOUT_MS)).build());
             connection = client.connect();
             commands = connection.sync();
@@ -210,9 +228,8 @@ public class ConnectionModels {
 
         @Setup(Level.Trial)
         public void open() {
-            LettuceClientConfiguration client = LettuceClientConfiguration.builder()
-                    .commandTimeout(Duration.ofMillis(TIMEOUT_MS)).build();
-            factory = new LettuceConnectionFactory(new RedisStandaloneConfiguration(host(), port()), client);
+            factory = SpringSupport.factory(host(), port(), LettuceClientConfiguration.builder()
+                    .commandTimeout(Duration.ofMillis(TIMEOUT_MS)));
             factory.afterPropertiesSet(); // shareNativeConnection is true by default
             template = new StringRedisTemplate(factory);
             template.afterPropertiesSet();
@@ -259,11 +276,22 @@ public class ConnectionModels {
         int code;
         try {
             code = drive(args);
-        } catch (Exception e) {
+        } catch (LabConnection.Refused refused) {
+            // A malformed REDIS_URL (2), credentials or TLS refused (4), an ACL rule (5).
             System.out.flush();
-            System.err.println("ch03-jmh failed unexpectedly:");
-            e.printStackTrace();
-            code = 1;
+            System.err.println(refused.getMessage());
+            code = refused.exitCode;
+        } catch (Exception e) {
+            LabConnection.Refused refused = LabConnection.refusal(e, host() + ":" + port());
+            System.out.flush();
+            if (refused != null) {
+                System.err.println(refused.getMessage());
+                code = refused.exitCode;
+            } else {
+                System.err.println("ch03-jmh failed unexpectedly:");
+                e.printStackTrace();
+                code = 1;
+            }
         }
         System.out.flush();
         System.exit(code); // client libraries may leave non-daemon threads behind
@@ -276,12 +304,14 @@ public class ConnectionModels {
             System.out.println(usage);
             return 0;
         }
-        String host = args.length > 0 ? args[0].trim() : LabDefaults.HOST;
+        // Host and port: the arguments', else REDIS_URL's, else the lab's defaults.
+        LabConnection url = LabConnection.get();
+        String host = args.length > 0 ? args[0].trim() : url.host();
         int port;
         Settings jmh;
         List<Integer> threadCounts = new ArrayList<>();
         try {
-            port = args.length > 1 ? Integer.parseInt(args[1].trim()) : LabDefaults.port();
+            port = args.length > 1 ? Integer.parseInt(args[1].trim()) : url.port();
             jmh = new Settings(args.length > 2 ? Integer.parseInt(args[2].trim()) : 1,
                     args.length > 3 ? Integer.parseInt(args[3].trim()) : 3,
                     args.length > 4 ? Integer.parseInt(args[4].trim()) : 1,
@@ -408,20 +438,23 @@ public class ConnectionModels {
         return results.iterator().next();
     }
 
-    /** A checked Jedis connection for the safety check and the cleanup, or null after saying why not. */
+    /**
+     * A checked Jedis connection for the safety check and the cleanup, or null after saying why not;
+     * REDIS_URL's credentials or TLS refused, or an ACL rule, throw LabConnection.Refused.
+     */
     static Jedis connect(String host, int port) {
-        // RESP2 stated outright: Jedis (unlike its newer RedisClient) cannot negotiate RESP3 and
-        // warns when a config leaves protocol negotiation on.
-        JedisClientConfig config = DefaultJedisClientConfig.builder().timeoutMillis(TIMEOUT_MS)
-                .autoNegotiateProtocol(false).build();
         Jedis jedis = null;
         try {
-            jedis = new Jedis(new HostAndPort(host, port), config); // connects here
+            jedis = new Jedis(new HostAndPort(host, port), jedisConfig(host, port)); // connects here
             jedis.ping();
             return jedis;
         } catch (JedisException e) {
             if (jedis != null) {
                 jedis.close();
+            }
+            LabConnection.Refused refused = LabConnection.refusal(e, host + ":" + port);
+            if (refused != null) {
+                throw refused;
             }
             // Jedis keeps the socket's own error ("Connection refused") as cause or suppressed.
             Throwable t = e;
@@ -431,6 +464,7 @@ public class ConnectionModels {
                 reason = t.getMessage() != null ? t.getMessage() : reason;
             }
             System.err.println("Cannot reach Redis at " + host + ":" + port + ": " + reason
+                    + LabConnection.plainToTlsHint(reason)
                     + ". Start the lab's Redis (make lab) or pass host and port.");
             return null;
         }

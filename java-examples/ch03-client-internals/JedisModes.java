@@ -18,6 +18,7 @@
 import java.util.ArrayList;
 import java.util.List;
 
+import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.Response;
@@ -40,8 +41,10 @@ public class JedisModes {
             // RedisClient is Jedis 8's pooled client (it replaces JedisPooled; JedisPool is
             // deprecated): a commons-pool2 pool of Connections, default settings. Its evictor
             // checks idle connections with a PING every 30 s, so a long run may show a ping
-            // in some mode's wire counts that no mode sent.
-            try (RedisClient pooled = RedisClient.create(s.host(), s.port())) {
+            // in some mode's wire counts that no mode sent. Its own client config is RedisClient's
+            // default, with REDIS_URL's user, password, database and TLS added.
+            try (RedisClient pooled = RedisClient.builder().hostAndPort(s.host(), s.port())
+                    .clientConfig(LabSupport.jedisConfig(s, DefaultJedisClientConfig.builder())).build()) {
                 report.header(s.size() + " SADDs to distinct keys, one connection per mode");
 
                 // Each mode is timed, and what reached the server counted over all its

@@ -6,6 +6,7 @@
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
 //SOURCES ../common/SaddWorkload.java
+//SOURCES ../common/LettuceSupport.java
 
 // Chapter 3: the same N writes (one SADD to each of N distinct keys) through Lettuce, a
 // Netty-based client where every connection is pipelined already: commands are written
@@ -27,12 +28,13 @@ import java.util.concurrent.CountDownLatch;
 import io.lettuce.core.LettuceFutures;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisFuture;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisAsyncCommands;
 import io.lettuce.core.api.sync.RedisCommands;
 
 import redis.clients.jedis.Jedis;
+
+import pipelab.LettuceSupport;
 
 public class LettuceModes {
 
@@ -67,7 +69,7 @@ public class LettuceModes {
             try {
                 // Start-up (Netty event loops, the TCP connection, the HELLO handshake) happens
                 // here, never in a timed region. One client, one connection for everything.
-                client = RedisClient.create(RedisURI.builder().withHost(s.host()).withPort(s.port()).build());
+                client = LettuceSupport.client(LettuceSupport.uri(s.host(), s.port()).build());
                 StatefulRedisConnection<String, String> connection = client.connect();
                 report.header(s.size() + " SADDs to distinct keys, one connection");
 

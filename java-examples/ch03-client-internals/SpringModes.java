@@ -7,6 +7,7 @@
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
 //SOURCES ../common/SaddWorkload.java
+//SOURCES ../common/SpringSupport.java
 
 // Chapter 3: what Spring Data Redis does with a "pipeline". N SADDs to distinct keys through
 // a StringRedisTemplate on Lettuce: one by one, through RedisTemplate#executePipelined with a
@@ -43,7 +44,6 @@ import java.util.Map;
 
 import io.lettuce.core.RedisClient;
 import org.springframework.data.redis.connection.RedisSetCommands;
-import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnection.PipeliningFlushPolicy;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.RedisCallback;
@@ -54,6 +54,8 @@ import org.springframework.data.redis.core.SetOperations;
 import org.springframework.data.redis.core.StringRedisTemplate;
 
 import redis.clients.jedis.Jedis;
+
+import pipelab.SpringSupport;
 
 public class SpringModes {
 
@@ -138,7 +140,8 @@ public class SpringModes {
      * start() (a no-op once started; kept to show the SmartLifecycle step).
      */
     static LettuceConnectionFactory startFactory(LabSupport.Settings s, PipeliningFlushPolicy policy) {
-        LettuceConnectionFactory factory = new LettuceConnectionFactory(new RedisStandaloneConfiguration(s.host(), s.port()));
+        // Spring's default client configuration, with REDIS_URL's user, password, database and TLS.
+        LettuceConnectionFactory factory = SpringSupport.factory(s.host(), s.port());
         if (policy != null) {
             factory.setPipeliningFlushPolicy(policy);
         }

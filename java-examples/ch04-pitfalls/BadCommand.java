@@ -8,6 +8,8 @@
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
 //SOURCES ../common/RedissonSupport.java
+//SOURCES ../common/LettuceSupport.java
+//SOURCES ../common/SpringSupport.java
 
 // Chapter 4: one bad command in a pipeline. The same four commands through each Java client,
 //   SET k v;  LPUSH k x;  INCR counter;  GET k
@@ -56,7 +58,6 @@ import java.util.concurrent.TimeoutException;
 import io.lettuce.core.LettuceFutures;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisFuture;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisAsyncCommands;
 import org.redisson.Redisson;
@@ -64,7 +65,6 @@ import org.redisson.api.RBatch;
 import org.redisson.api.RFuture;
 import org.redisson.api.RedissonClient;
 import org.springframework.data.redis.connection.RedisPipelineException;
-import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.RedisOperations;
 import org.springframework.data.redis.core.RedisTemplate;
@@ -74,6 +74,9 @@ import org.springframework.data.redis.core.StringRedisTemplate;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.Response;
+
+import pipelab.LettuceSupport;
+import pipelab.SpringSupport;
 
 public class BadCommand {
 
@@ -139,14 +142,14 @@ public class BadCommand {
             LettuceConnectionFactory factory = null;
             try {
                 // Client start-up happens here, never in a timed region.
-                lettuce = RedisClient.create(RedisURI.builder().withHost(s.host()).withPort(s.port()).build());
+                lettuce = LettuceSupport.client(LettuceSupport.uri(s.host(), s.port()).build());
                 StatefulRedisConnection<String, String> connection = lettuce.connect();
                 // This connection is ours alone, so holding its commands until flushCommands() delays no one.
                 connection.setAutoFlushCommands(false);
                 redisson = Redisson.create(RedissonSupport.config(s));
                 RedissonClient rc = redisson;
                 // The factory's defaults, as in chapter 3: executePipelined opens a dedicated connection.
-                factory = new LettuceConnectionFactory(new RedisStandaloneConfiguration(s.host(), s.port()));
+                factory = SpringSupport.factory(s.host(), s.port());
                 factory.afterPropertiesSet();
                 factory.start();
                 StringRedisTemplate template = new StringRedisTemplate(factory);

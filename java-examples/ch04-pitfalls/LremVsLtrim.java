@@ -263,7 +263,7 @@ public class LremVsLtrim {
      */
     static Map<String, long[]> commandStats(LabSupport.Settings s) {
         Map<String, long[]> stats = new LinkedHashMap<>();
-        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+        try (Jedis jedis = LabSupport.jedis(s)) {
             for (String line : jedis.info("commandstats").split("\r?\n")) {
                 if (line.startsWith("cmdstat_")) {
                     String name = line.substring("cmdstat_".length(), line.indexOf(':'));

@@ -6,6 +6,7 @@
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
 //SOURCES ../common/Toxics.java
+//SOURCES ../common/LettuceSupport.java
 
 // Chapter 4: a connection that drops in the middle of a pipeline. The example talks to Redis
 // through a toxiproxy proxy and adds two toxics of its own, through toxiproxy's HTTP API,
@@ -60,7 +61,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisFuture;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisAsyncCommands;
 import io.lettuce.core.event.connection.ConnectionDeactivatedEvent;
@@ -70,6 +70,9 @@ import redis.clients.jedis.Jedis;
 import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.Transaction;
+
+import pipelab.LabConnection;
+import pipelab.LettuceSupport;
 
 public class PartialPipeline {
 
@@ -109,11 +112,21 @@ public class PartialPipeline {
             System.err.println(EXAMPLE + ": " + problem + "; " + USAGE + ".");
             System.exit(2);
         }
+        // Without host and port: REDIS_URL's (the harness points it at the proxy, with the server's
+        // credentials and TLS), else the lab's host and the proxy's port.
+        LabConnection url;
+        try {
+            url = LabConnection.get();
+        } catch (LabConnection.Refused malformed) {
+            System.err.println(malformed.getMessage());
+            System.exit(malformed.exitCode);
+            return;
+        }
         // Arguments 4 and 5 are this example's own; LabSupport parses host, port and size and
         // gets repeat 1, warm-up 0: every scenario runs once, and the first run is the point.
         String[] lab = {
-                args.length > 0 ? args[0] : LabSupport.DEFAULT_HOST,
-                args.length > 1 ? args[1] : String.valueOf(DEFAULT_PROXY_PORT),
+                args.length > 0 ? args[0] : url.host(),
+                args.length > 1 ? args[1] : String.valueOf(url.isSet() ? url.port() : DEFAULT_PROXY_PORT),
                 args.length > 2 ? args[2] : String.valueOf(DEFAULT_SIZE),
                 "1", "0"};
         LabSupport.run(EXAMPLE, lab, DEFAULT_SIZE, 1, s -> run(s, args));
@@ -162,7 +175,7 @@ public class PartialPipeline {
                 // 3. The same work as a transaction: all or nothing, so a retry is safe.
                 transaction(report, s, toxiproxy, control, transactionKey);
                 // 4. Lettuce, which retries by itself.
-                lettuce = RedisClient.create(RedisURI.builder().withHost(s.host()).withPort(s.port()).build());
+                lettuce = LettuceSupport.client(LettuceSupport.uri(s.host(), s.port()).build());
                 lettucePipeline(report, s, toxiproxy, control, lettuce, lettuceKey);
             } finally {
                 // Toxics first: the cleanup goes through the proxy too.
@@ -185,7 +198,7 @@ public class PartialPipeline {
         Exception error = null;
         long elapsed;
         // Connected, handshake done (CLIENT SETINFO), before the toxics exist: they act on the pipeline only.
-        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+        try (Jedis jedis = LabSupport.jedis(s)) {
             long id = jedis.clientId();
             toxiproxy.addDrop(n * (long) Toxics.incrBytes(key), PASS_MS, RESET_AFTER_MS);
             long start = System.nanoTime();
@@ -229,7 +242,7 @@ public class PartialPipeline {
      */
     static void blindRetry(LabSupport.Report report, LabSupport.Settings s, Jedis control, String key, long k) {
         int n = s.size();
-        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+        try (Jedis jedis = LabSupport.jedis(s)) {
             Pipeline pipeline = jedis.pipelined();
             Response<Long> last = null;
             for (int i = 0; i < n; i++) {
@@ -256,7 +269,7 @@ public class PartialPipeline {
                             Jedis control, String key) throws Exception {
         int n = s.size();
         Exception error = null;
-        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+        try (Jedis jedis = LabSupport.jedis(s)) {
             long id = jedis.clientId();
             // + MULTI and EXEC, 15 bytes each
             toxiproxy.addDrop(n * (long) Toxics.incrBytes(key) + 2 * 15, PASS_MS, RESET_AFTER_MS);
@@ -279,7 +292,7 @@ public class PartialPipeline {
         report.fact("transaction_exception", describe(error));
         report.fact("transaction_applied", Toxics.counter(control, key));
 
-        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+        try (Jedis jedis = LabSupport.jedis(s)) {
             Transaction tx = jedis.multi();
             for (int i = 0; i < n; i++) {
                 tx.incr(key);

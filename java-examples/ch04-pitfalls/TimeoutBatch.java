@@ -7,6 +7,7 @@
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
 //SOURCES ../common/RedissonSupport.java
+//SOURCES ../common/LettuceSupport.java
 
 // Chapter 4: a huge batch and a client timeout shorter than the time its replies take. N SETs
 // to N distinct keys (pipelab:ch04:java:timeout:<i> = "v"), through three clients whose
@@ -59,8 +60,11 @@ import io.lettuce.core.api.async.RedisAsyncCommands;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
+import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.exceptions.JedisConnectionException;
+
+import pipelab.LettuceSupport;
 
 public class TimeoutBatch {
 
@@ -150,7 +154,7 @@ public class TimeoutBatch {
                 // Connected with the default timeout: RedisURI's timeout also bounds the
                 // connection's handshake, and 25 ms is too short for that on a busy machine.
                 // setTimeout then sets the command timeout (CommandExpiryWriter#setTimeout).
-                lettuce = RedisClient.create(RedisURI.builder().withHost(s.host()).withPort(s.port()).build());
+                lettuce = LettuceSupport.client(LettuceSupport.uri(s.host(), s.port()).build());
                 StatefulRedisConnection<String, String> connection = lettuce.connect();
                 connection.setTimeout(Duration.ofMillis(timeoutMs));
                 report.fact("lettuce_timeout_ms", timeoutMs);
@@ -229,8 +233,8 @@ public class TimeoutBatch {
         report.fact("jedis_so_timeout_ms", JEDIS_SO_TIMEOUT_MS);
         // autoNegotiateProtocol(false): RESP2 without HELLO, as new Jedis(host, port) does
         // (and no warning that a Jedis cannot negotiate RESP3).
-        DefaultJedisClientConfig config = DefaultJedisClientConfig.builder()
-                .socketTimeoutMillis(JEDIS_SO_TIMEOUT_MS).autoNegotiateProtocol(false).build();
+        JedisClientConfig config = LabSupport.jedisConfig(s, DefaultJedisClientConfig.builder()
+                .socketTimeoutMillis(JEDIS_SO_TIMEOUT_MS).autoNegotiateProtocol(false));
         String[] phase = {"connect"};
         try (Jedis jedis = new Jedis(new HostAndPort(s.host(), s.port()), config)) {
             List<Double> samples = LabSupport.measure(s, reset, () -> {

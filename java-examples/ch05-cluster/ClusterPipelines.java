@@ -8,6 +8,7 @@
 //SOURCES ../common/LabSupport.java
 //SOURCES ClusterSupport.java
 //SOURCES ../common/RedissonSupport.java
+//SOURCES ../common/LettuceSupport.java
 
 // Chapter 5: what the Java clients' pipelines do on a Redis Cluster when keys do not fit the
 // slot map the client holds. host and port name ONE node of the cluster.
@@ -52,7 +53,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 import io.lettuce.core.RedisFuture;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.sync.RedisCommands;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisAdvancedClusterAsyncCommands;
@@ -73,6 +73,9 @@ import redis.clients.jedis.RedisClusterClient;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.Transaction;
 import redis.clients.jedis.util.JedisClusterCRC16;
+
+import pipelab.LabConnection;
+import pipelab.LettuceSupport;
 
 public class ClusterPipelines {
 
@@ -97,7 +100,8 @@ public class ClusterPipelines {
     static final int REDISSON_SCAN_INTERVAL_MS = 60_000;
 
     public static void main(String[] args) {
-        LabSupport.run("ch05-moved", args, 1000, 1, ClusterPipelines::demo);
+        // host and port name a cluster node: its settings are the cluster's (REDIS_CLUSTER_URL, else REDIS_URL).
+        LabSupport.run("ch05-moved", args, 1000, 1, LabConnection::cluster, ClusterPipelines::demo);
     }
 
     /** A client's pipeline of SETs: writes `value` to every key, returns how it ended in a few words. */
@@ -140,9 +144,8 @@ public class ClusterPipelines {
                 report.header(n + " SETs per pipeline to keys of slot " + slot + " while it moves from "
                         + home.where() + " to " + away.where());
                 // Client start-up (slot maps, connections, threads) here, before any phase.
-                jedis = RedisClusterClient.create(new HostAndPort(s.host(), s.port()));
-                lettuce = io.lettuce.core.cluster.RedisClusterClient.create(
-                        RedisURI.builder().withHost(s.host()).withPort(s.port()).build());
+                jedis = ClusterSupport.jedisCluster(s);
+                lettuce = LettuceSupport.clusterClient(s.url(), s.host(), s.port());
                 StatefulRedisClusterConnection<String, String> lettuceTx = lettuce.connect();
                 StatefulRedisClusterConnection<String, String> lettucePipe = lettuce.connect();
                 // Handed down to every per-master connection, also those opened later (redirects).
@@ -219,7 +222,7 @@ public class ClusterPipelines {
         HostAndPort target = ClusterSupport.busAddress(source, to);
         for (int i = 0; i < keys.size(); i += 100) {
             List<String> batch = keys.subList(i, Math.min(i + 100, keys.size()));
-            source.migrate(target.getHost(), target.getPort(), 0, 5000, new redis.clients.jedis.params.MigrateParams(),
+            source.migrate(target.getHost(), target.getPort(), 0, 5000, cluster.migrateParams(),
                     batch.toArray(new String[0]));
         }
     }

@@ -9,6 +9,7 @@
 //SOURCES ../common/SaddWorkload.java
 //SOURCES ../common/RedissonSupport.java
 //SOURCES ClusterSupport.java
+//SOURCES ../common/LettuceSupport.java
 
 // Chapter 5: chapter 1's N writes (one SADD to each of N distinct keys) on a Redis Cluster,
 // where the keys spread over all 16384 slots and so over every master. host and port name
@@ -39,16 +40,17 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import io.lettuce.core.RedisFuture;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisAdvancedClusterAsyncCommands;
 import io.lettuce.core.cluster.api.sync.RedisAdvancedClusterCommands;
 import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
 
-import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.RedisClusterClient;
 import redis.clients.jedis.util.JedisClusterCRC16;
+
+import pipelab.LabConnection;
+import pipelab.LettuceSupport;
 
 public class ClusterSadd {
 
@@ -58,7 +60,8 @@ public class ClusterSadd {
     private static final int REDISSON_DEFAULT_SCAN_MS = 5_000;
 
     public static void main(String[] args) {
-        LabSupport.run("ch05-sadd", args, 100_000, 3, ClusterSadd::bench);
+        // host and port name a cluster node: its settings are the cluster's (REDIS_CLUSTER_URL, else REDIS_URL).
+        LabSupport.run("ch05-sadd", args, 100_000, 3, LabConnection::cluster, ClusterSadd::bench);
     }
 
     /** Starts a client (untimed), runs one iteration of a mode on it, shuts it down. */
@@ -92,18 +95,16 @@ public class ClusterSadd {
                 recordSpread(report, cluster, keys);
                 Bench bench = new Bench(s, report, cluster, keys, ClusterSupport.readingCost(cluster));
 
-                HostAndPort seed = new HostAndPort(s.host(), s.port());
                 // The one-by-one loop first: it is the baseline of the speed-up lines.
                 bench.time("jedis_one_by_one", "jedis one by one",
-                        () -> RedisClusterClient.create(seed), ClusterSadd::jedisOneByOne, RedisClusterClient::close);
+                        () -> ClusterSupport.jedisCluster(s), ClusterSadd::jedisOneByOne, RedisClusterClient::close);
                 bench.time("jedis_pipeline", "jedis ClusterPipeline",
-                        () -> RedisClusterClient.create(seed), ClusterSadd::jedisPipeline, RedisClusterClient::close);
+                        () -> ClusterSupport.jedisCluster(s), ClusterSadd::jedisPipeline, RedisClusterClient::close);
 
-                RedisURI uri = RedisURI.builder().withHost(s.host()).withPort(s.port()).build();
                 bench.time("lettuce_one_by_one", "lettuce sync one by one",
-                        () -> LettuceClient.start(uri, true), ClusterSadd::lettuceOneByOne, LettuceClient::stop);
+                        () -> LettuceClient.start(s, true), ClusterSadd::lettuceOneByOne, LettuceClient::stop);
                 bench.time("lettuce_pipeline", "lettuce async flush",
-                        () -> LettuceClient.start(uri, false), ClusterSadd::lettucePipeline, LettuceClient::stop);
+                        () -> LettuceClient.start(s, false), ClusterSadd::lettucePipeline, LettuceClient::stop);
 
                 bench.time("redisson_one_by_one", "redisson one by one",
                         () -> Redisson.create(RedissonSupport.clusterConfig(s, REDISSON_DEFAULT_SCAN_MS)),
@@ -240,8 +241,9 @@ public class ClusterSadd {
     record LettuceClient(io.lettuce.core.cluster.RedisClusterClient client,
                          StatefulRedisClusterConnection<String, String> connection) {
 
-        static LettuceClient start(RedisURI uri, boolean autoFlush) {
-            io.lettuce.core.cluster.RedisClusterClient client = io.lettuce.core.cluster.RedisClusterClient.create(uri);
+        static LettuceClient start(LabSupport.Settings seed, boolean autoFlush) {
+            io.lettuce.core.cluster.RedisClusterClient client =
+                    LettuceSupport.clusterClient(seed.url(), seed.host(), seed.port());
             try {
                 StatefulRedisClusterConnection<String, String> connection = client.connect();
                 // Handed down to every per-master connection, also those opened later. This

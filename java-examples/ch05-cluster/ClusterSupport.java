@@ -4,21 +4,29 @@
 // the masters, refuse a cluster holding foreign keys, delete and count the examples' keys
 // slot by slot, read every master's INFO around a run, and move a slot between masters the
 // way redis-cli --cluster reshard does. Compiles against the Jedis of the example's //DEPS.
+// Every connection, the masters' MIGRATE to each other included, carries the seed Settings' user
+// and password (and TLS): the cluster's own, LabConnection.cluster() (REDIS_CLUSTER_URL, else
+// REDIS_URL), which seedAt and chapter 5's LabSupport.run(..., LabConnection::cluster, ...) give.
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
+import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.Protocol;
+import redis.clients.jedis.RedisClusterClient;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.params.MigrateParams;
 import redis.clients.jedis.util.JedisClusterCRC16;
+
+import pipelab.LabConnection;
 
 final class ClusterSupport {
 
@@ -119,6 +127,19 @@ final class ClusterSupport {
             return connections.get(node);
         }
 
+        /**
+         * MIGRATE's parameters: a master that opens a connection to another one for MIGRATE must log
+         * in as the cluster's user (AUTH2) or with its password (AUTH), when the cluster's URL has one.
+         */
+        MigrateParams migrateParams() {
+            LabConnection c = s.url();
+            MigrateParams params = new MigrateParams();
+            if (c.authenticates()) {
+                params = c.user() == null ? params.auth(c.password()) : params.auth2(c.user(), c.password());
+            }
+            return params;
+        }
+
         /** The safety check of LabSupport, on every master: only 'pipelab:' keys anywhere. */
         void requireLabOnly() {
             for (Node node : masters) {
@@ -217,9 +238,28 @@ final class ClusterSupport {
         }
     }
 
-    /** The Settings of an example, pointed at one node: LabSupport's sentences then name that node. */
+    /**
+     * A cluster node named on the command line (host:port, or "-" for none: null), reached with the
+     * cluster's settings, LabConnection.cluster(): next to a standalone server set up otherwise.
+     */
+    static LabSupport.Settings seedAt(LabSupport.Settings s, String text) {
+        LabSupport.Settings seed = LabSupport.serverAt(s, text, "cluster must be host:port of one cluster node");
+        return seed == null ? null : seed.with(LabConnection.cluster());
+    }
+
+    /**
+     * RedisClusterClient.create(seed), Jedis's defaults (2 s timeouts, 5 attempts), with the seed's
+     * user, password and TLS, which the client uses for every node the slot map names too.
+     */
+    static RedisClusterClient jedisCluster(LabSupport.Settings seed) {
+        return RedisClusterClient.builder().nodes(Set.of(new HostAndPort(seed.host(), seed.port())))
+                .clientConfig(LabSupport.jedisConfig(seed, DefaultJedisClientConfig.builder())).build();
+    }
+
+    /** The Settings of an example (its URL settings too), pointed at one node: LabSupport's sentences name it. */
     static LabSupport.Settings settingsFor(LabSupport.Settings s, Node node) {
-        return new LabSupport.Settings(s.example(), node.host(), node.port(), s.size(), s.repeat(), s.warmup());
+        return new LabSupport.Settings(s.example(), node.host(), node.port(), s.size(), s.repeat(), s.warmup(),
+                s.url());
     }
 
     /**
@@ -466,7 +506,7 @@ final class ClusterSupport {
             if (keys.isEmpty()) {
                 break;
             }
-            from.migrate(to.getHost(), to.getPort(), 0, 5000, new MigrateParams(), keys.toArray(new String[0]));
+            from.migrate(to.getHost(), to.getPort(), 0, 5000, cluster.migrateParams(), keys.toArray(new String[0]));
             moved += keys.size();
         }
         return moved;

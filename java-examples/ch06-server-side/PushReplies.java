@@ -5,6 +5,7 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/LettuceSupport.java
 
 // Chapter 6: RESP3 pushes among a pipeline's replies. Each client, with its default protocol (and
 // Jedis once more with RESP3 asked for), turns CLIENT TRACKING on, reads a key (now tracked), then sends one pipeline:
@@ -24,18 +25,18 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisFuture;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.TrackingArgs;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisAsyncCommands;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
-import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.RedisProtocol;
 import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.Protocol;
 import redis.clients.jedis.Response;
+
+import pipelab.LettuceSupport;
 
 public class PushReplies {
 
@@ -65,9 +66,9 @@ public class PushReplies {
         try (Jedis checker = LabSupport.connect(s)) {
             LabSupport.requireLabOnly(checker, s);
             try {
-                jedis(s, jk, "jedis", DefaultJedisClientConfig.builder().build(), report); // Jedis's defaults
+                jedis(s, jk, "jedis", DefaultJedisClientConfig.builder(), report); // Jedis's defaults
                 jedis(s, jk + ":resp3", "jedis_resp3",
-                      DefaultJedisClientConfig.builder().protocol(RedisProtocol.RESP3).build(), report);
+                      DefaultJedisClientConfig.builder().protocol(RedisProtocol.RESP3), report);
                 lettuce(s, lk, report);
             } finally {
                 LabSupport.cleanup(s, List.of(jk, jk + ":n", jk + ":resp3", jk + ":resp3:n", lk, lk + ":n"));
@@ -77,11 +78,11 @@ public class PushReplies {
     }
 
     // --8<-- [start:jedis]
-    static void jedis(LabSupport.Settings s, String k, String client, JedisClientConfig config,
+    static void jedis(LabSupport.Settings s, String k, String client, DefaultJedisClientConfig.Builder config,
                       LabSupport.Report report) {
         List<String> results = new ArrayList<>();
         String resp;
-        try (Jedis jedis = new Jedis(new HostAndPort(s.host(), s.port()), config)) {
+        try (Jedis jedis = new Jedis(new HostAndPort(s.host(), s.port()), LabSupport.jedisConfig(s, config))) {
             resp = resp(jedis.clientInfo());
             jedis.sendCommand(Protocol.Command.CLIENT, "TRACKING", "ON");
             jedis.set(k, "v1");
@@ -103,7 +104,7 @@ public class PushReplies {
 
     // --8<-- [start:lettuce]
     static void lettuce(LabSupport.Settings s, String k, LabSupport.Report report) throws Exception {
-        RedisClient client = RedisClient.create(RedisURI.builder().withHost(s.host()).withPort(s.port()).build());
+        RedisClient client = LettuceSupport.client(LettuceSupport.uri(s.host(), s.port()).build());
         List<String> results = new ArrayList<>();
         AtomicInteger pushes = new AtomicInteger();
         String resp;

@@ -7,6 +7,7 @@
 //SOURCES ../common/LabSupport.java
 //SOURCES ../common/SaddWorkload.java
 //SOURCES ../ch05-cluster/ClusterSupport.java
+//SOURCES ../common/GlideSupport.java
 
 // Chapter 7: Valkey GLIDE for Java, whose Rust core keeps ONE multiplexed connection per node
 // and whose Batch is the only explicit pipeline it offers. GLIDE ships a native library, so the
@@ -20,7 +21,8 @@
 //   4. A batch of `bigBatch` SADDs with no batch timeout: the client's default request
 //      timeout covers the whole batch, and the server runs it all the same.
 //   5. Given a cluster node: a non-atomic ClusterBatch of SETs across slots, the SETs and reads
-//      each master saw per batch, and an atomic ClusterBatch of the same keys.
+//      each master saw per batch, and an atomic ClusterBatch of the same keys. The cluster is
+//      reached with its own settings, REDIS_CLUSTER_URL (else REDIS_URL's), the server with REDIS_URL's.
 // Jedis connections (never GLIDE's) check, count and clean up.
 //
 //   jbang ch07-glide [host] [port] [size] [repeat] [warmup] threads [cluster] [incrs] [bigBatch] [clusterSets] [clusterCalls]
@@ -44,11 +46,12 @@ import glide.api.models.Batch;
 import glide.api.models.ClusterBatch;
 import glide.api.models.commands.batch.BatchOptions;
 import glide.api.models.configuration.GlideClientConfiguration;
-import glide.api.models.configuration.GlideClusterClientConfiguration;
-import glide.api.models.configuration.NodeAddress;
 import glide.api.models.exceptions.GlideException;
 
 import redis.clients.jedis.Jedis;
+
+import pipelab.GlideSupport;
+import pipelab.LabConnection;
 
 public class GlideBatch {
 
@@ -79,8 +82,7 @@ public class GlideBatch {
         if (threads.stream().anyMatch(t -> t > MAX_THREADS)) {
             throw new LabSupport.Stop(2, EXAMPLE + ": threads must be at most " + MAX_THREADS + ", not " + threads + ".");
         }
-        LabSupport.Settings cluster = extra.length > 1
-                ? LabSupport.serverAt(s, extra[1], "cluster must be host:port of one cluster node") : null;
+        LabSupport.Settings cluster = extra.length > 1 ? ClusterSupport.seedAt(s, extra[1]) : null;
         int incrs = extra.length > 2 ? LabSupport.intList(EXAMPLE, "incrs", extra[2]).get(0) : s.size();
         int bigBatch = extra.length > 3 ? LabSupport.intList(EXAMPLE, "bigBatch", extra[3]).get(0) : 400_000;
         int clusterSets = extra.length > 4 ? LabSupport.intList(EXAMPLE, "clusterSets", extra[4]).get(0) : 300;
@@ -107,13 +109,13 @@ public class GlideBatch {
             // Before anything is written, here and on every master of the cluster.
             LabSupport.requireLabOnly(control, s);
             if (cluster != null) {
-                cluster.requireLabOnly();
+                LabSupport.against(p.cluster(), cluster::requireLabOnly);
             }
             GlideClient client = null;
             try {
-                GlideClientConfiguration config = GlideClientConfiguration.builder()
-                        .address(NodeAddress.builder().host(s.host()).port(s.port()).build()).build();
-                client = GlideClient.createClient(config).get();
+                // GLIDE's defaults, with REDIS_URL's user, password, database and TLS.
+                GlideClientConfiguration config = GlideSupport.config(s.host(), s.port()).build();
+                client = GlideSupport.client(config);
                 report.header(p.incrs() + " INCRs from " + p.threads() + " threads on one GlideClient, " + s.size()
                         + " SADDs per Batch, a WRONGTYPE in a batch, " + p.bigBatch() + " SADDs under the default"
                         + " request timeout" + (cluster == null ? "" : ", and a ClusterBatch of " + p.clusterSets()
@@ -127,7 +129,7 @@ public class GlideBatch {
                 LabSupport.cleanup(s, keys, client, GlideBatch::close);
             }
             if (cluster != null) {
-                clusterBatches(report, cluster, p);
+                LabSupport.against(p.cluster(), () -> clusterBatches(report, cluster, p));
             }
         }
         report.finish();
@@ -348,9 +350,9 @@ public class GlideBatch {
         List<String> keys = LabSupport.keys(p.clusterSets(), "ch07", "glide", "cluster");
         GlideClusterClient client = null;
         try {
-            client = GlideClusterClient.createClient(GlideClusterClientConfiguration.builder()
-                    .address(NodeAddress.builder().host(p.cluster().host()).port(p.cluster().port()).build())
-                    .build()).get();
+            LabConnection url = p.cluster().url(); // the cluster's, not the server's
+            client = GlideSupport.clusterClient(url,
+                    GlideSupport.clusterConfig(url, p.cluster().host(), p.cluster().port()).build());
             clusterSets(client, keys, false); // warm-up: GLIDE has its slot map and a connection per master
             List<ClusterSupport.Stats> cost = ClusterSupport.readingCost(cluster); // reads the counters twice
             List<ClusterSupport.Stats> before = cluster.stats();

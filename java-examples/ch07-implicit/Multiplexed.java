@@ -7,6 +7,7 @@
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
 //SOURCES ../common/RedissonSupport.java
+//SOURCES ../common/LettuceSupport.java
 
 // Chapter 7: pipelining that nobody asked for. Many threads each send one blocking command at a
 // time; no code pipelines, yet on one shared Lettuce connection the commands of different threads
@@ -37,7 +38,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
 
@@ -50,6 +50,8 @@ import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.resps.Slowlog;
+
+import pipelab.LettuceSupport;
 
 public class Multiplexed {
 
@@ -110,7 +112,7 @@ public class Multiplexed {
             RedisClient lettuce = null;
             RedissonClient redisson = null;
             try {
-                lettuce = RedisClient.create(RedisURI.builder().withHost(s.host()).withPort(s.port())
+                lettuce = LettuceSupport.client(LettuceSupport.uri(s.host(), s.port())
                         .withClientName(LETTUCE_NAME).build());
                 StatefulRedisConnection<String, String> shared = lettuce.connect();
                 // Redisson's connections are the unnamed ones it adds to what is there already.
@@ -160,7 +162,7 @@ public class Multiplexed {
         config.setMaxIdle(threads);
         try (redis.clients.jedis.RedisClient pooled = redis.clients.jedis.RedisClient.builder()
                 .hostAndPort(s.host(), s.port())
-                .clientConfig(DefaultJedisClientConfig.builder().clientName(JEDIS_NAME).build())
+                .clientConfig(LabSupport.jedisConfig(s, DefaultJedisClientConfig.builder().clientName(JEDIS_NAME)))
                 .poolConfig(config).build()) {
             pooled.getPool().addObjects(threads); // connection set-up stays out of the server's counters
             run(report, s, control, "jedis_pool_t" + threads, "jedis pool t" + threads, key,

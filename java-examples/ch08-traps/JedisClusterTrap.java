@@ -64,7 +64,7 @@ final class JedisClusterTrap extends JedisTraps {
             config.clientName(name); // CLIENT SETNAME on every connection the client opens
         }
         return RedisClusterClient.builder().nodes(Set.of(new HostAndPort(seed.host(), seed.port())))
-                .clientConfig(config.build()).build();
+                .clientConfig(LabSupport.jedisConfig(seed, config)).build();
     }
 
     /**

@@ -7,6 +7,7 @@ import java.util.function.Supplier;
 import redis.clients.jedis.Connection;
 import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.JedisPool;
@@ -78,7 +79,11 @@ final class JedisPoolTrap extends JedisTraps {
         JedisPoolConfig config = new JedisPoolConfig();
         config.setMaxTotal(1);
         config.setMaxWait(POOL_WAIT);
-        try (JedisPool pool = new JedisPool(config, s.host(), s.port(), SOCKET_TIMEOUT_MS)) {
+        // As new JedisPool(config, host, port, timeout) sets its connections up (RESP2, no HELLO),
+        // with REDIS_URL's user, password, database and TLS.
+        JedisClientConfig legacy = LabSupport.jedisConfig(s, DefaultJedisClientConfig.builder()
+                .autoNegotiateProtocol(false).timeoutMillis(SOCKET_TIMEOUT_MS));
+        try (JedisPool pool = new JedisPool(config, new HostAndPort(s.host(), s.port()), legacy)) {
             try {
                 legacyBorrower(pool, keys);
             } catch (GaveUp expected) {
@@ -99,7 +104,8 @@ final class JedisPoolTrap extends JedisTraps {
         ConnectionPoolConfig pool = new ConnectionPoolConfig();
         pool.setMaxTotal(1);
         pool.setMaxWait(POOL_WAIT);
-        JedisClientConfig config = DefaultJedisClientConfig.builder().socketTimeoutMillis(SOCKET_TIMEOUT_MS).build();
+        JedisClientConfig config = LabSupport.jedisConfig(s, DefaultJedisClientConfig.builder()
+                .socketTimeoutMillis(SOCKET_TIMEOUT_MS));
         return RedisClient.builder().hostAndPort(s.host(), s.port()).poolConfig(pool).clientConfig(config).build();
     }
 

@@ -48,7 +48,8 @@
 //   e.g.  jbang ch08-jedis 127.0.0.1 "$PIPELAB_PORT" 1000 5 1 127.0.0.1:17000
 //
 // size is N (default 1000). cluster is host:port of one node of a Redis Cluster, or - for
-// none; without it parts 2 and 3 are skipped and a fact says so. repeat and warmup apply to
+// none; without it parts 2 and 3 are skipped and a fact says so. The cluster is reached with its
+// own settings, REDIS_CLUSTER_URL (else REDIS_URL's), the server with REDIS_URL's. repeat and warmup apply to
 // part 3's timings; parts 1 and 2 happen once.
 
 import java.io.ByteArrayOutputStream;
@@ -116,7 +117,7 @@ public class JedisTraps {
             throw new LabSupport.Stop(2, EXAMPLE + ": expected at most 1 argument after the usual five (cluster"
                     + " host:port or -) but got " + extra.length + ".");
         }
-        return extra.length == 0 ? null : LabSupport.serverAt(s, extra[0], "cluster must be host:port of one cluster node");
+        return extra.length == 0 ? null : ClusterSupport.seedAt(s, extra[0]);
     }
 
     static void run(LabSupport.Settings s, String[] extra) throws Exception {
@@ -129,8 +130,10 @@ public class JedisTraps {
              ClusterSupport.Cluster cluster = clusterSeed == null ? null : ClusterSupport.Cluster.open(clusterSeed)) {
             LabSupport.requireLabOnly(control, s);
             if (cluster != null) {
-                cluster.requireLabOnly();
-                ClusterSupport.requireStable(cluster);
+                LabSupport.against(clusterSeed, () -> {
+                    cluster.requireLabOnly();
+                    ClusterSupport.requireStable(cluster);
+                });
                 if (cluster.masters.size() < 2) {
                     throw new LabSupport.Stop(2, "Parts 2 and 3 need a cluster of at least two masters; the one at "
                             + clusterSeed.where() + " has one.");
@@ -153,7 +156,8 @@ public class JedisTraps {
             if (cluster == null) {
                 report.fact("cluster_skipped", "no cluster node given (6th argument); parts 2 and 3 need a Redis Cluster");
             } else {
-                JedisClusterTrap.clusterParts(report, clusterSeed, cluster);
+                LabSupport.against(clusterSeed,
+                        () -> JedisClusterTrap.clusterParts(report, clusterSeed, cluster));
             }
         }
         report.finish();

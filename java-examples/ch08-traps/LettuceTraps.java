@@ -15,6 +15,7 @@
 //SOURCES LettuceSharedTrap.java
 //SOURCES LettucePoolTrap.java
 //SOURCES LettuceSyncTrap.java
+//SOURCES ../common/LettuceSupport.java
 
 // Chapter 8: five traps that Lettuce's defaults and a connection's state set, each reproduced,
 // measured, fixed and measured again (Lettuce 7.7.0.RELEASE; commons-pool2 2.13.1, the version
@@ -88,6 +89,9 @@ import org.apache.commons.pool2.impl.GenericObjectPool;
 import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
 
 import redis.clients.jedis.Jedis;
+
+import pipelab.JedisSupport;
+import pipelab.LettuceSupport;
 
 public class LettuceTraps {
 
@@ -226,7 +230,7 @@ public class LettuceTraps {
     static void checkProxy(LabSupport.Settings s, Jedis control, Proxy proxy) {
         proxy.toxics().check(proxy.port());
         String direct = runId(control);
-        try (Jedis through = new Jedis(proxy.host(), proxy.port())) {
+        try (Jedis through = JedisSupport.jedis(proxy.host(), proxy.port())) {
             String proxied = runId(through);
             if (!direct.equals(proxied)) {
                 throw new LabSupport.Stop(2, "Proxy '" + proxy.toxics().proxy + "' leads to another Redis (run_id "
@@ -247,10 +251,10 @@ public class LettuceTraps {
         return "";
     }
 
+    /** A client with the part's own timeout and options, plus REDIS_URL's user, password, database, TLS and CA. */
     static RedisClient client(ClientResources resources, String host, int port, Duration timeout, ClientOptions options) {
-        RedisClient client = RedisClient.create(resources,
-                RedisURI.builder().withHost(host).withPort(port).withTimeout(timeout).build());
-        client.setOptions(options);
+        RedisClient client = RedisClient.create(resources, LettuceSupport.uri(host, port).withTimeout(timeout).build());
+        client.setOptions(LettuceSupport.options(options));
         return client;
     }
 

@@ -94,6 +94,8 @@ import redis.clients.jedis.Response;
 import redis.clients.jedis.args.ClientPauseMode;
 import redis.clients.jedis.exceptions.JedisException;
 
+import pipelab.JedisSupport;
+
 public class RedissonTraps {
 
     static final String EXAMPLE = "ch08-redisson";
@@ -574,7 +576,7 @@ public class RedissonTraps {
         if (!m.find()) {
             return "unknown";
         }
-        try (Jedis replica = new Jedis(m.group(1), Integer.parseInt(m.group(2)))) {
+        try (Jedis replica = JedisSupport.jedis(m.group(1), Integer.parseInt(m.group(2)))) {
             return LabSupport.infoNumbers(replica, "persistence").getOrDefault("aof_enabled", 0L) == 1;
         } catch (JedisException e) {
             return "unknown";
@@ -756,7 +758,8 @@ public class RedissonTraps {
 
         private Watch(LabSupport.Settings s, String commands) {
             this.command = Pattern.compile("\\] \"(" + commands + ")\" ");
-            this.jedis = new Jedis(new HostAndPort(s.host(), s.port()), DefaultJedisClientConfig.builder().build());
+            this.jedis = new Jedis(new HostAndPort(s.host(), s.port()),
+                    LabSupport.jedisConfig(s, DefaultJedisClientConfig.builder()));
             this.thread = new Thread(this::listen, "pipelab-monitor");
             this.thread.setDaemon(true);
         }

@@ -6,6 +6,7 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/SpringSupport.java
 
 // Chapter 8: a RedisCallback that escapes RedisTemplate#executePipelined. N SETs through a
 // StringRedisTemplate on Lettuce, all inside executePipelined, written five ways:
@@ -43,7 +44,6 @@ import java.util.List;
 import java.util.Map;
 
 import io.lettuce.core.RedisClient;
-import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.RedisStringCommands;
 import org.springframework.data.redis.connection.lettuce.LettuceClientConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
@@ -55,6 +55,8 @@ import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.data.redis.core.ValueOperations;
 
 import redis.clients.jedis.Jedis;
+
+import pipelab.SpringSupport;
 
 public class SpringEscape {
 
@@ -128,9 +130,8 @@ public class SpringEscape {
      * PipeliningFlushPolicy.flushEachCommand(), no pool.
      */
     static LettuceConnectionFactory startFactory(LabSupport.Settings s) {
-        LettuceClientConfiguration client = LettuceClientConfiguration.builder().commandTimeout(COMMAND_TIMEOUT).build();
-        LettuceConnectionFactory factory = new LettuceConnectionFactory(
-                new RedisStandaloneConfiguration(s.host(), s.port()), client);
+        LettuceConnectionFactory factory = SpringSupport.factory(s.host(), s.port(),
+                LettuceClientConfiguration.builder().commandTimeout(COMMAND_TIMEOUT));
         factory.afterPropertiesSet();
         factory.start();
         return factory;

@@ -4,9 +4,15 @@
 // and declares the Jedis //DEPS itself, so the version a reader sees at the top of an
 // example is the one that runs (this file compiles against that Jedis). Gson, which Jedis 8
 // depends on already, writes the result line; it is declared here because this file uses it.
+// Connections go where REDIS_URL (LabConnection) says, with its user, password, database and TLS;
+// a Settings carries the LabConnection to log in with, so a cluster node's (LabConnection.cluster())
+// travels with its host and port.
 //DEPS com.google.code.gson:gson:2.14.0
 //SOURCES LabDefaults.java
+//SOURCES JedisSupport.java
 
+import pipelab.JedisSupport;
+import pipelab.LabConnection;
 import pipelab.LabDefaults;
 import com.google.gson.Gson;
 import com.google.gson.GsonBuilder;
@@ -31,8 +37,11 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 
+import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.Jedis;
+import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.exceptions.JedisConnectionException;
@@ -45,7 +54,7 @@ final class LabSupport {
     /** Every key the lab writes starts with this; anything else belongs to someone else. */
     static final String KEY_PREFIX = LabDefaults.prefix();
 
-    static final String DEFAULT_HOST = LabDefaults.HOST;
+    /** The lab's own port, for usage examples; a run's default is REDIS_URL's when it is set (parse). */
     static final int DEFAULT_PORT = LabDefaults.port();
     static final int DEFAULT_WARMUP = 1;
 
@@ -55,10 +64,23 @@ final class LabSupport {
     private LabSupport() {
     }
 
-    /** One run's settings, parsed from the positional arguments. */
-    record Settings(String example, String host, int port, int size, int repeat, int warmup) {
+    /**
+     * One run's settings, parsed from the positional arguments, and `url`, the user, password,
+     * database and TLS that every helper here uses to reach host:port.
+     */
+    record Settings(String example, String host, int port, int size, int repeat, int warmup, LabConnection url) {
+        /** A server reached with REDIS_URL's settings. */
+        Settings(String example, String host, int port, int size, int repeat, int warmup) {
+            this(example, host, port, size, repeat, warmup, LabConnection.get());
+        }
+
         String where() {
             return host + ":" + port;
+        }
+
+        /** The same server, reached with `other`'s settings. */
+        Settings with(LabConnection other) {
+            return new Settings(example, host, port, size, repeat, warmup, other);
         }
     }
 
@@ -91,28 +113,50 @@ final class LabSupport {
 
     /**
      * Parses the arguments, runs the body and exits: 0 ok, 1 failed check or unexpected
-     * error, 2 bad argument, 3 foreign keys present, 4 Redis unreachable.
+     * error, 2 bad argument (or a malformed REDIS_URL), 3 foreign keys present, 4 Redis
+     * unreachable, or it refused REDIS_URL's password or TLS (CA file, handshake), 5 an ACL
+     * rule of REDIS_URL's user forbids a command the example needs (NOPERM).
      */
     static void run(String example, String[] args, int defaultSize, int defaultRepeat, Body body) {
+        run(example, args, defaultSize, defaultRepeat, LabConnection::get, body);
+    }
+
+    /**
+     * The same for a server reached with `url`'s settings, e.g. LabConnection::cluster for an example
+     * whose host and port name a cluster node; asked for inside, so a malformed URL exits with 2.
+     */
+    static void run(String example, String[] args, int defaultSize, int defaultRepeat, Supplier<LabConnection> url,
+                    Body body) {
         int code = 0;
         Settings settings = null;
         try {
-            settings = parse(example, args, defaultSize, defaultRepeat);
+            settings = parse(example, args, defaultSize, defaultRepeat, url.get());
             body.run(settings);
         } catch (Stop stop) {
             System.out.flush();
             System.err.println(stop.getMessage());
             code = stop.exitCode;
-        } catch (JedisConnectionException e) {
-            // The server went away mid-run (the start-up case is handled in connect()).
+        } catch (LabConnection.Refused refused) {
             System.out.flush();
-            System.err.println(unreachable(settings, e).getMessage());
-            code = 4;
+            System.err.println(refused.getMessage());
+            code = refused.exitCode;
         } catch (Exception e) {
+            // Any client's refusal (credentials, TLS, NOPERM) is one sentence, wherever it surfaced.
+            LabConnection.Refused refused = settings == null ? LabConnection.refusal(e, "the given address")
+                    : LabConnection.refusal(e, settings.where(), settings.url());
             System.out.flush();
-            System.err.println(example + " failed unexpectedly:");
-            e.printStackTrace();
-            code = 1;
+            if (refused != null) {
+                System.err.println(refused.getMessage());
+                code = refused.exitCode;
+            } else if (e instanceof JedisConnectionException) {
+                // The server went away mid-run (the start-up case is handled in connect()).
+                System.err.println(unreachable(settings, e).getMessage());
+                code = 4;
+            } else {
+                System.err.println(example + " failed unexpectedly:");
+                e.printStackTrace();
+                code = 1;
+            }
         }
         System.out.flush();
         // Exit explicitly: client libraries may leave non-daemon threads behind.
@@ -122,8 +166,12 @@ final class LabSupport {
     // ---------------------------------------------------------------- arguments
 
     static Settings parse(String example, String[] args, int defaultSize, int defaultRepeat) {
+        return parse(example, args, defaultSize, defaultRepeat, LabConnection.get()); // malformed: exit code 2
+    }
+
+    static Settings parse(String example, String[] args, int defaultSize, int defaultRepeat, LabConnection url) {
         String usage = "usage: jbang " + example + " [host] [port] [size] [repeat] [warmup]"
-                + " (defaults " + DEFAULT_HOST + " " + DEFAULT_PORT + " " + defaultSize + " "
+                + " (defaults " + url.host() + " " + url.port() + " " + defaultSize + " "
                 + defaultRepeat + " " + DEFAULT_WARMUP + ")";
         if (args.length > 0 && (args[0].equals("-h") || args[0].equals("--help"))) {
             System.out.println(usage);
@@ -133,16 +181,17 @@ final class LabSupport {
         if (args.length > 5) {
             throw new Stop(2, example + ": expected at most 5 arguments but got " + args.length + "; " + usage + ".");
         }
-        String host = args.length > 0 ? args[0].trim() : DEFAULT_HOST;
+        // Host and port: the arguments', else REDIS_URL's, else the lab's defaults.
+        String host = args.length > 0 ? args[0].trim() : url.host();
         if (host.isEmpty()) {
             throw new Stop(2, example + ": host must not be empty; " + usage + ".");
         }
-        int port = intArg(example, usage, args, 1, "port", DEFAULT_PORT, 1, 65_535);
+        int port = intArg(example, usage, args, 1, "port", url.port(), 1, 65_535);
         // Upper bounds only guard against typos that would exhaust memory or take hours.
         int size = intArg(example, usage, args, 2, "size", defaultSize, 1, 10_000_000);
         int repeat = intArg(example, usage, args, 3, "repeat", defaultRepeat, 1, 1_000);
         int warmup = intArg(example, usage, args, 4, "warmup", DEFAULT_WARMUP, 0, 1_000);
-        return new Settings(example, host, port, size, repeat, warmup);
+        return new Settings(example, host, port, size, repeat, warmup, url);
     }
 
     /**
@@ -169,7 +218,8 @@ final class LabSupport {
     /**
      * Another server named on the command line as host:port (a cluster node, a replicated master), as
      * Settings so that LabSupport's sentences name it; null for "-". `what` names it in the one-sentence
-     * error, e.g. "cluster must be host:port of one cluster node".
+     * error, e.g. "cluster must be host:port of one cluster node". Reached with s's URL settings; a
+     * cluster node takes its own (ClusterSupport.seedAt).
      */
     static Settings serverAt(Settings s, String text, String what) {
         if (text.strip().equals("-")) {
@@ -180,7 +230,7 @@ final class LabSupport {
             String host = text.substring(0, colon).strip();
             int port = Integer.parseInt(text.substring(colon + 1).strip());
             if (!host.isEmpty() && port >= 1 && port <= 65_535) {
-                return new Settings(s.example(), host, port, s.size(), s.repeat(), s.warmup());
+                return new Settings(s.example(), host, port, s.size(), s.repeat(), s.warmup(), s.url());
             }
         } catch (RuntimeException malformed) {
             // reported below
@@ -218,11 +268,32 @@ final class LabSupport {
 
     // ---------------------------------------------------------------- connection and safety
 
-    /** Opens a connection and proves it works with a PING, or stops with exit code 4. */
+    /**
+     * A Jedis connection to `s` as new Jedis(host, port) makes one, with s.url()'s user, password,
+     * database and TLS (JedisSupport); unchecked, for a connection of the example's own.
+     */
+    static Jedis jedis(Settings s) {
+        return JedisSupport.jedis(s.url(), s.host(), s.port());
+    }
+
+    /** The settings of jedis(s), for a Jedis or Connection subclass of an example's own. */
+    static JedisClientConfig jedisConfig(Settings s) {
+        return jedisConfig(s, JedisSupport.plain());
+    }
+
+    /** The example's own Jedis settings (`own`: timeouts, protocol, name) plus s.url()'s. */
+    static JedisClientConfig jedisConfig(Settings s, DefaultJedisClientConfig.Builder own) {
+        return JedisSupport.config(s.url(), s.host(), s.port(), own);
+    }
+
+    /**
+     * Opens a connection and proves it works with a PING, or stops with exit code 4 (unreachable,
+     * credentials or TLS refused) or 5 (the URL's user may not run PING).
+     */
     static Jedis connect(Settings s) {
         Jedis jedis = null;
         try {
-            jedis = new Jedis(s.host(), s.port());
+            jedis = jedis(s);
             jedis.ping();
             return jedis;
         } catch (JedisException e) {
@@ -233,10 +304,37 @@ final class LabSupport {
         }
     }
 
-    private static Stop unreachable(Settings s, Exception e) {
+    /**
+     * The sentence for a connection that failed, as the exception to throw: a LabConnection.Refused
+     * (credentials, TLS, ACL; exit code 4 or 5) or a Stop (not reached at all, exit code 4).
+     */
+    static RuntimeException unreachable(Settings s, Exception e) {
         String where = s == null ? "the given address" : s.where();
-        return new Stop(4, "Cannot reach Redis at " + where + ": " + reason(e)
+        LabConnection url = s == null ? LabConnection.get() : s.url();
+        LabConnection.Refused refused = LabConnection.refusal(e, where, url);
+        if (refused != null) {
+            return refused;
+        }
+        String reason = reason(e);
+        return new Stop(4, "Cannot reach Redis at " + where + ": " + reason + LabConnection.plainToTlsHint(reason, url)
                 + ". Start the lab's Redis (make lab) or pass host and port.");
+    }
+
+    /**
+     * Runs `part`, which talks to `other` (a cluster node, next to the run's own server): a refusal or
+     * a lost connection there is told with other's address and URL variable, not the run's (run()).
+     */
+    static void against(Settings other, Step part) throws Exception {
+        try {
+            part.run();
+        } catch (Stop | LabConnection.Refused told) {
+            throw told;
+        } catch (Exception e) {
+            if (e instanceof JedisConnectionException || LabConnection.refusal(e, other.where(), other.url()) != null) {
+                throw unreachable(other, e);
+            }
+            throw e;
+        }
     }
 
     /**
@@ -255,6 +353,9 @@ final class LabSupport {
             }
             t = t.getCause() != null ? t.getCause()
                     : t.getSuppressed().length > 0 ? t.getSuppressed()[0] : null;
+        }
+        if (reason.length() > 200) { // Redisson, say, appends the channel and client it used
+            reason = reason.substring(0, 197) + "...";
         }
         return reason.endsWith(".") ? reason.substring(0, reason.length() - 1) : reason;
     }
@@ -343,7 +444,7 @@ final class LabSupport {
      * is reported but does not hide the error that got us here.
      */
     static void cleanup(Settings s, List<String> keys) {
-        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+        try (Jedis jedis = jedis(s)) {
             deleteKeys(jedis, keys);
         } catch (RuntimeException e) {
             System.err.println("Warning: could not delete the lab's " + keys.size() + " keys at " + s.where()
@@ -390,7 +491,7 @@ final class LabSupport {
      */
     static Map<String, Long> commandCalls(Settings s) {
         Map<String, Long> calls = new LinkedHashMap<>();
-        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+        try (Jedis jedis = jedis(s)) {
             for (String line : jedis.info("commandstats").split("\r?\n")) {
                 if (line.startsWith("cmdstat_")) {
                     String name = line.substring("cmdstat_".length(), line.indexOf(':'));
@@ -403,12 +504,16 @@ final class LabSupport {
         return calls;
     }
 
-    /** after - before, per command, leaving out unchanged commands and the readings' own INFO. */
+    /**
+     * after - before, per command, leaving out unchanged commands, the readings' own INFO, and the
+     * AUTH and SELECT that only REDIS_URL's password and database add to every connection's
+     * handshake (the readings' own among them), so that the counts compare with a plain run's.
+     */
     static Map<String, Long> callsBetween(Map<String, Long> before, Map<String, Long> after) {
         Map<String, Long> delta = new LinkedHashMap<>();
         after.forEach((name, count) -> {
             long d = count - before.getOrDefault(name, 0L);
-            if (d > 0 && !name.equals("info")) {
+            if (d > 0 && !name.equals("info") && !name.equals("auth") && !name.equals("select")) {
                 delta.put(name, d);
             }
         });

@@ -6,7 +6,10 @@
 // has run what it was sent). Only they pull it in,
 //   //SOURCES ../common/RedissonSupport.java
 // since it compiles against the Redisson each of them declares in //DEPS; LabSupport and
-// SaddWorkload stay Jedis-only.
+// SaddWorkload stay Jedis-only. Both configurations carry the user, password, database and TLS of
+// the Settings' LabConnection (REDIS_URL's; a cluster seed's, LabConnection.cluster()); a
+// cluster's nodes get the same.
+//SOURCES LabConnection.java
 
 import java.time.Duration;
 import java.util.List;
@@ -18,6 +21,8 @@ import org.redisson.api.RBatch;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
+
+import pipelab.LabConnection;
 
 final class RedissonSupport {
 
@@ -63,18 +68,19 @@ final class RedissonSupport {
      * check fits all.
      */
     static Config config(LabSupport.Settings s) {
-        Config config = new Config();
+        Config config = withUrl(new Config(), s);
         config.setCodec(StringCodec.INSTANCE);
-        config.useSingleServer().setAddress(address(s));
+        config.useSingleServer().setAddress(address(s)).setDatabase(s.url().database());
         return config;
     }
 
     /**
      * The same for a Redis Cluster: host and port name one node, from which Redisson reads the
      * topology. `scanIntervalMs` is how often it re-reads the slot map (Redisson's default: 5000).
+     * `s` must carry the cluster's settings, LabConnection.cluster() (ClusterSupport.seedAt does).
      */
     static Config clusterConfig(LabSupport.Settings s, int scanIntervalMs) {
-        Config config = new Config();
+        Config config = withUrl(new Config(), s);
         config.setCodec(StringCodec.INSTANCE);
         config.useClusterServers().addNodeAddress(address(s)).setScanInterval(scanIntervalMs);
         return config;
@@ -145,8 +151,25 @@ final class RedissonSupport {
         }
     }
 
+    /**
+     * s.url()'s user, password and CA on a Config (Redisson 4 keeps them there, for every node);
+     * Redisson verifies the certificate and the host name by default (SslVerificationMode.STRICT).
+     */
+    private static Config withUrl(Config config, LabSupport.Settings s) {
+        LabConnection c = s.url();
+        if (c.authenticates()) {
+            config.setUsername(c.user()); // null: AUTH with the password alone
+            config.setPassword(c.password());
+        }
+        if (c.tlsTo(s.host(), s.port()) && c.caFile() != null) {
+            config.setSslTrustManagerFactory(c.trustManagers(s.where()));
+        }
+        return config;
+    }
+
+    /** rediss:// makes Redisson speak TLS, to the seed and to every node it learns of. */
     private static String address(LabSupport.Settings s) {
         String host = s.host().contains(":") ? "[" + s.host() + "]" : s.host(); // IPv6 literal in a URI
-        return "redis://" + host + ":" + s.port();
+        return (s.url().tlsTo(s.host(), s.port()) ? "rediss://" : "redis://") + host + ":" + s.port();
     }
 }

@@ -14,9 +14,10 @@ import io.lettuce.core.LettuceFutures;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisFuture;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import redis.clients.jedis.Jedis;
+
+import pipelab.LettuceSupport;
 
 final class Ex03Check extends ExerciseCheck {
 
@@ -39,7 +40,7 @@ final class Ex03Check extends ExerciseCheck {
                 + " with auto-flush off, at %s", EX03_MEMBERS, s.where()));
         RedisClient client = null;
         try {
-            client = RedisClient.create(RedisURI.builder().withHost(s.host()).withPort(s.port()).build());
+            client = LettuceSupport.client(LettuceSupport.uri(s.host(), s.port()).build());
             StatefulRedisConnection<String, String> connection = client.connect();
             connection.setAutoFlushCommands(false);
             warmUp(connection, LabSupport.key(EX03.alias(), "warm-up"), members);

@@ -72,7 +72,7 @@ final class Ex04Check extends ExerciseCheck {
      */
     private static Map<String, Long> commandUsec(LabSupport.Settings s) {
         Map<String, Long> usec = new HashMap<>();
-        try (Jedis jedis = new Jedis(s.host(), s.port())) {
+        try (Jedis jedis = LabSupport.jedis(s)) {
             for (String line : jedis.info("commandstats").split("\r?\n")) {
                 int colon = line.indexOf(':');
                 if (!line.startsWith("cmdstat_") || colon < 0) {

@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.Response;
@@ -28,8 +29,8 @@ final class Ex06Check extends ExerciseCheck {
     static final class RecordingJedis extends Jedis {
         final List<List<String>> synced = new ArrayList<>();
 
-        RecordingJedis(String host, int port) {
-            super(host, port);
+        RecordingJedis(LabSupport.Settings s) {
+            super(new HostAndPort(s.host(), s.port()), LabSupport.jedisConfig(s));
         }
 
         @Override
@@ -101,7 +102,7 @@ final class Ex06Check extends ExerciseCheck {
         Map<String, Long> before = LabSupport.commandCalls(s);
         List<String> got;
         List<List<String>> synced;
-        try (RecordingJedis recording = new RecordingJedis(s.host(), s.port())) {
+        try (RecordingJedis recording = new RecordingJedis(s)) {
             got = student(EX06, () -> getAll.getAll(recording, keys, EX06_BUDGET));
             synced = recording.synced;
         }

@@ -18,6 +18,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicReference;
 import redis.clients.jedis.CommandArguments;
 import redis.clients.jedis.Connection;
+import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 
 final class Ex07Check extends ExerciseCheck {
@@ -105,8 +106,9 @@ final class Ex07Check extends ExerciseCheck {
         private TransferCall call;
         private Set<String> awaitedExec; // the keys watched when the EXEC whose reply is due went out
 
-        SpyConnection(String host, int port, Jedis depositor) {
-            super(host, port);
+        SpyConnection(LabSupport.Settings s, Jedis depositor) {
+            // The handshake (AUTH, when REDIS_URL has a password) passes sendCommand before `call` is set.
+            super(new HostAndPort(s.host(), s.port()), LabSupport.jedisConfig(s));
             this.depositor = depositor;
         }
 
@@ -175,8 +177,8 @@ final class Ex07Check extends ExerciseCheck {
         long start;
         try {
             for (List<long[]> plan : plans) {
-                Jedis depositor = new Jedis(s.host(), s.port());
-                SpyConnection spy = new SpyConnection(s.host(), s.port(), depositor);
+                Jedis depositor = LabSupport.jedis(s);
+                SpyConnection spy = new SpyConnection(s, depositor);
                 Jedis handed = new Jedis(spy);
                 opened.add(depositor);
                 opened.add(handed);
@@ -258,8 +260,8 @@ final class Ex07Check extends ExerciseCheck {
     private static void checkRefusals(LabSupport.Settings s, Jedis jedis, List<String> keys, Transfer transfer) {
         String src = keys.get(0);
         String dst = keys.get(1);
-        try (Jedis depositor = new Jedis(s.host(), s.port());
-             Jedis handed = new Jedis(new SpyConnection(s.host(), s.port(), depositor))) {
+        try (Jedis depositor = LabSupport.jedis(s);
+             Jedis handed = new Jedis(new SpyConnection(s, depositor))) {
             // {amount, 1 if it must go through, the two balances after}
             long[][] cases = {{EX07_BALANCE + 1, 0, EX07_BALANCE, EX07_BALANCE},
                     {EX07_BALANCE, 1, 0, 2 * EX07_BALANCE}};

@@ -35,6 +35,8 @@ import io.lettuce.core.TransactionResult;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisAsyncCommands;
 
+import pipelab.LettuceSupport;
+
 public class Ex08ChargeOnce {
 
     public static void main(String[] args) {
@@ -46,9 +48,11 @@ public class Ex08ChargeOnce {
         // TODO: as it stands this charges again whenever a reply is lost (run the check to see how often).
         //       1. A marker keyed by chargeId (under pipelab:ex08:), SET in the same MULTI/EXEC as the INCRBYs.
         //       2. Before each send, look for the marker: present means the charge already ran.
-        //       3. Decide yourself when to send again: ClientOptions.builder().autoReconnect(false), a command
-        //          timeout of your own (RedisURI.Builder.withTimeout), catch the failure, go back to 2.
-        RedisClient client = RedisClient.create(RedisURI.create(host, port)); // Lettuce's defaults
+        //       3. Decide yourself when to send again: client.getOptions().mutate().autoReconnect(false), a
+        //          command timeout of your own (RedisURI.Builder.withTimeout), catch the failure, go back to 2.
+        // LettuceSupport.uri is RedisURI.builder() with host and port, and REDIS_URL's user, password,
+        // database and TLS; LettuceSupport.client is RedisClient.create trusting REDIS_URL's CA.
+        RedisClient client = LettuceSupport.client(LettuceSupport.uri(host, port).build()); // Lettuce's defaults
         try (StatefulRedisConnection<String, String> connection = client.connect()) {
             connection.setAutoFlushCommands(false); // queue everything, then one write: a pipeline
             RedisAsyncCommands<String, String> async = connection.async();

@@ -24,7 +24,12 @@ import java.util.concurrent.Future;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+
+import javax.net.ssl.SSLSocket;
+
 import redis.clients.jedis.Jedis;
+
+import pipelab.LabConnection;
 
 final class Ex08Check extends ExerciseCheck {
 
@@ -147,7 +152,8 @@ final class Ex08Check extends ExerciseCheck {
      * it, or EX08_HOLD_MS, then the proxy closes it; every other connection, and every later
      * one, passes untouched. It records every command it sees. No toxiproxy (a laptop without
      * Go has none), and one silenced connection makes the count exact: a resend meets a healthy
-     * connection and runs.
+     * connection and runs. With REDIS_URL's TLS it speaks TLS to Redis itself and plain TCP on
+     * loopback to the student's client (LabConnection.plainProxyAt), or it could not read the commands.
      */
     static final class FaultProxy implements AutoCloseable {
         private final String targetHost;
@@ -167,6 +173,7 @@ final class Ex08Check extends ExerciseCheck {
             this.account = account;
             listener = new ServerSocket();
             listener.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            LabConnection.get().plainProxyAt(host(), port());
             daemon("ex08-proxy").newThread(this::accept).start();
         }
 
@@ -209,7 +216,8 @@ final class Ex08Check extends ExerciseCheck {
                 Socket upstream = new Socket();
                 try {
                     upstream.connect(new InetSocketAddress(targetHost, targetPort), 5_000);
-                } catch (IOException e) {
+                    upstream = secured(upstream);
+                } catch (IOException | RuntimeException e) {
                     closeQuietly(client); // the student's client sees a refused connection, as without the proxy
                     closeQuietly(upstream);
                     continue;
@@ -222,6 +230,20 @@ final class Ex08Check extends ExerciseCheck {
                 daemon("ex08-requests").newThread(() -> requests(link)).start();
                 daemon("ex08-replies").newThread(() -> replies(link)).start();
             }
+        }
+
+        /** The connection to Redis in TLS when REDIS_URL says so: the same context and checks as every client's. */
+        private Socket secured(Socket upstream) throws IOException {
+            LabConnection c = LabConnection.get();
+            if (!c.tlsTo(targetHost, targetPort)) {
+                return upstream;
+            }
+            String where = targetHost + ":" + targetPort;
+            SSLSocket tls = (SSLSocket) c.sslContext(where).getSocketFactory()
+                    .createSocket(upstream, targetHost, targetPort, true);
+            tls.setSSLParameters(c.sslParameters());
+            tls.startHandshake();
+            return tls;
         }
 
         private void requests(Link link) {

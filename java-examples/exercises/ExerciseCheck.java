@@ -1,5 +1,6 @@
 //DEPS io.lettuce:lettuce-core:7.7.0.RELEASE
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/LettuceSupport.java
 
 // What the course kit's eight checks share. Each exercise's check is a class of its own beside it
 // (Ex01Check ... Ex08Check), which extends this one to reach its static members by name. An
@@ -9,13 +10,16 @@
 //   //SOURCES ../exercises/Ex01Check.java  from a solution
 // (JBang resolves each //SOURCES line against the file that declares it, so the check's own line
 // reaches this file, and this file's reaches ../common/LabSupport.java.) The Lettuce //DEPS is
-// declared here because exercise 3's check uses it; the exercises declare Jedis themselves.
+// declared here because exercise 3's check uses it (and LettuceSupport, which exercise 8's
+// task uses too); the exercises declare Jedis themselves.
 //
 // Every check connects, refuses a Redis holding keys that are not the lab's, deletes the keys
 // under its own prefix (pipelab:ex01: ... pipelab:ex08:), checks, and deletes them again.
 // Exit codes: 0 solved, with "Exercise N solved: <figure>" as the last line; 1 not solved, one
-// sentence saying what is wrong and where in the book to look; 2 bad arguments, Redis
-// unreachable, or a Redis holding foreign keys (LabSupport's 3 and 4 folded into one code).
+// sentence saying what is wrong and where in the book to look; 2 bad arguments, a malformed
+// REDIS_URL, Redis unreachable or refusing REDIS_URL's password, TLS or a command (NOPERM), or
+// a Redis holding foreign keys (LabSupport's 3, 4 and 5 folded into one code). Every connection,
+// the student's too, takes REDIS_URL's user, password, database and TLS (LabConnection).
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -67,6 +71,8 @@ import redis.clients.jedis.exceptions.JedisConnectionException;
 import redis.clients.jedis.params.ScanParams;
 import redis.clients.jedis.resps.ScanResult;
 import redis.clients.jedis.util.JedisClusterCRC16;
+
+import pipelab.LabConnection;
 
 class ExerciseCheck {
 
@@ -176,18 +182,28 @@ class ExerciseCheck {
             System.out.flush();
             System.err.println(stop.getMessage());
             code = stop.exitCode == 1 ? 1 : 2;
-        } catch (JedisConnectionException | RedisConnectionException e) {
+        } catch (LabConnection.Refused refused) {
             System.out.flush();
-            String where = s == null ? "the given address" : s.where();
-            String reason = String.valueOf(e.getMessage()).replaceAll("\\.$", "");
-            System.err.println("Lost the connection to Redis at " + where + " (" + reason
-                    + "); check that it is still running and run the exercise again.");
+            System.err.println(refused.getMessage());
             code = 2;
         } catch (Exception e) {
+            // Credentials, TLS or an ACL rule refused, wherever it surfaced: one sentence.
+            String where = s == null ? "the given address" : s.where();
+            LabConnection.Refused refused = LabConnection.refusal(e, where);
             System.out.flush();
-            System.err.println(ex.alias() + ": the checker itself failed unexpectedly:");
-            e.printStackTrace();
-            code = 1;
+            if (refused != null) {
+                System.err.println(refused.getMessage());
+                code = 2;
+            } else if (e instanceof JedisConnectionException || e instanceof RedisConnectionException) {
+                String reason = String.valueOf(e.getMessage()).replaceAll("\\.$", "");
+                System.err.println("Lost the connection to Redis at " + where + " (" + reason
+                        + "); check that it is still running and run the exercise again.");
+                code = 2;
+            } else {
+                System.err.println(ex.alias() + ": the checker itself failed unexpectedly:");
+                e.printStackTrace();
+                code = 1;
+            }
         }
         if (code == 0) {
             System.out.println("Exercise " + ex.number() + " solved: " + figure);
@@ -198,8 +214,9 @@ class ExerciseCheck {
     }
 
     static LabSupport.Settings parse(Exercise ex, String[] args, int size) {
+        LabConnection url = LabConnection.get(); // a malformed REDIS_URL stops here
         String usage = "usage: jbang " + ex.alias() + " (or " + ex.alias() + "-solution) [host] [port] (defaults "
-                + LabSupport.DEFAULT_HOST + " " + LabSupport.DEFAULT_PORT + ")";
+                + url.host() + " " + url.port() + ")";
         if (args.length > 0 && (args[0].equals("-h") || args[0].equals("--help"))) {
             System.out.println(usage);
             System.out.flush();
@@ -209,10 +226,11 @@ class ExerciseCheck {
             throw new LabSupport.Stop(2, ex.alias() + ": expected at most 2 arguments (host and port) but got "
                     + args.length + "; " + usage + ".");
         }
-        String host = args.length > 0 ? args[0].trim() : LabSupport.DEFAULT_HOST;
+        // Host and port: the arguments', else REDIS_URL's, else the lab's defaults.
+        String host = args.length > 0 ? args[0].trim() : url.host();
         int port = -1;
         try {
-            port = args.length > 1 ? Integer.parseInt(args[1].trim()) : LabSupport.DEFAULT_PORT;
+            port = args.length > 1 ? Integer.parseInt(args[1].trim()) : url.port();
         } catch (NumberFormatException ignored) {
             // reported below, like an out-of-range port
         }
@@ -234,7 +252,7 @@ class ExerciseCheck {
             try {
                 return body.run(jedis);
             } finally {
-                try (Jedis fresh = new Jedis(s.host(), s.port())) {
+                try (Jedis fresh = LabSupport.jedis(s)) {
                     deletePrefix(fresh, ex.prefix());
                 } catch (RuntimeException e) {
                     System.err.println("Warning: could not delete the " + ex.prefix() + "* keys at " + s.where()

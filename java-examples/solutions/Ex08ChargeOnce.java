@@ -15,15 +15,15 @@ import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
-import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisFuture;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.SetArgs;
 import io.lettuce.core.TransactionResult;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisAsyncCommands;
+
+import pipelab.LettuceSupport;
 
 public class Ex08ChargeOnce {
 
@@ -36,11 +36,13 @@ public class Ex08ChargeOnce {
     static void charge(String host, int port, String account, String chargeId, List<Long> amounts) throws Exception {
         String marker = "pipelab:ex08:charged:" + chargeId;
         // A bound we choose: 1 s without a reply fails the command (Lettuce's default waits 60 s).
-        RedisClient client = RedisClient.create(RedisURI.builder().withHost(host).withPort(port)
+        // LettuceSupport: host and port with REDIS_URL's user, password, database and TLS.
+        RedisClient client = LettuceSupport.client(LettuceSupport.uri(host, port)
                 .withTimeout(Duration.ofSeconds(1)).build());
         // At-most-once: a command in flight when its connection drops fails instead of being written
-        // again after a reconnect, so only this method decides what is sent twice.
-        client.setOptions(ClientOptions.builder().autoReconnect(false).build());
+        // again after a reconnect, so only this method decides what is sent twice. The client's own
+        // options otherwise (REDIS_URL's CA among them).
+        client.setOptions(client.getOptions().mutate().autoReconnect(false).build());
         try {
             for (int attempt = 1; ; attempt++) {
                 // A new connection per attempt: the last one may still be silent.

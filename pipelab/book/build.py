@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from .. import jbang, results
-from ..errors import LabError
+from ..errors import LabError, not_permitted
 from ..paths import REPO, build_dir, notebooks_out_dir, reference_dir, results_dir
 from . import inputs, progress
 
@@ -92,9 +92,10 @@ def execute(
         except CellExecutionError as err:
             nbformat.write(nb, target)
             summary = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip().splitlines()  # no terminal colours
-            raise LabError(
-                f"Notebook {source.name} failed: {summary[-1] if summary else err}; the partly executed copy is {target}."
-            ) from None
+            last = summary[-1] if summary else str(err)
+            if last.startswith("NoPermissionError: "):
+                last = not_permitted(last.removeprefix("NoPermissionError: "))
+            raise LabError(f"Notebook {source.name} failed: {last}; the partly executed copy is {target}.") from None
     nbformat.write(nb, target)
     return target
 

@@ -40,7 +40,7 @@ def measure(*, quick: bool, only: list[str] | None, fresh: bool) -> None:
     jbang.jbang_argv(["version"])  # fetch JBang now, not in the middle of a notebook
     with Session() as session:
         print(
-            f"pipelab: Redis at {session.endpoint.url} ({'started by the lab' if session.owned else 'REDIS_URL'}); "
+            f"pipelab: Redis at {session.endpoint.shown} ({'started by the lab' if session.owned else 'REDIS_URL'}); "
             f"RTT injection: {session.proxy_note}",
             flush=True,
         )
@@ -106,7 +106,7 @@ def cmd_claims(args) -> int:
 def cmd_course(args) -> int:
     with Session() as session:
         book.attach_kernels(session.env())
-        saved = course.run_solutions(session.endpoint.host, session.endpoint.port, quick=args.quick)
+        saved = course.run_solutions(session.endpoint, quick=args.quick)
     print(f"pipelab: every solution passed; timings in {saved}")
     if not args.no_site:
         print(f"pipelab: site built with the timings: {book.build_site()}")
@@ -157,7 +157,7 @@ def cmd_lab(args) -> int:
     with Session() as session:
         # PIPELAB_PORT: JupyterLab's terminals run the Java examples against this lab without a port.
         env = dict(os.environ, **session.env(), **book.kernel_env(), PIPELAB_PORT=str(session.endpoint.port))
-        print(f"pipelab: Redis at {session.endpoint.url}; RTT injection: {session.proxy_note}", flush=True)
+        print(f"pipelab: Redis at {session.endpoint.shown}; RTT injection: {session.proxy_note}", flush=True)
         if args.no_jupyter:
             print(f"pipelab: for JBang examples: jbang ch01-ping {session.endpoint.host} {session.endpoint.port}")
             if session.proxy_endpoint is not None:  # ch04-drop goes through the proxy and drives its API

@@ -12,9 +12,10 @@ from matplotlib.figure import Figure
 
 from .. import plots
 from ..params import Size
-from ..resp import encode, read_replies
+from ..resp import connect, encode, read_replies
 from ..results import median_figure, quantity, ratio_figure
 from ..server import PREFIX as LAB_PREFIX
+from ..server import Endpoint
 from .claims import Claim, Published, derived
 
 
@@ -65,9 +66,9 @@ def delete_keys(r: redis.Redis, keys: list[str], batch: int = 10_000) -> None:
 
 
 # --8<-- [start:three_pings]
-def three_pings(host: str, port: int) -> tuple[bytes, list[bytes]]:
+def three_pings(endpoint: Endpoint) -> tuple[bytes, list[bytes]]:
     request = encode("PING") * 3  # three commands, one buffer
-    with socket.create_connection((host, port), timeout=5) as sock:
+    with connect(endpoint, timeout=5) as sock:  # a TCP socket (TLS and AUTH if the URL asks)
         sock.sendall(request)  # one write: the server finds all three in one read
         replies = read_replies(sock, 3)  # three +PONG, in order
     return request, replies
@@ -76,9 +77,9 @@ def three_pings(host: str, port: int) -> tuple[bytes, list[bytes]]:
 # --8<-- [end:three_pings]
 
 
-def inline_ping(host: str, port: int) -> bytes:
+def inline_ping(endpoint: Endpoint) -> bytes:
     """The inline form `PING\\r\\n` that `printf | nc` sends works too."""
-    with socket.create_connection((host, port), timeout=5) as sock:
+    with connect(endpoint, timeout=5) as sock:
         sock.sendall(b"PING\r\n")
         return read_replies(sock, 1)[0]
 

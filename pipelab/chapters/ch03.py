@@ -11,6 +11,7 @@ from .. import observe, plots
 from ..params import Size
 from ..results import md_table, measurements_frame, median_figure, quantity, ratio_figure, summarize
 from ..server import PREFIX as LAB_PREFIX
+from ..server import Endpoint
 from . import ch01
 from .claims import Claim, Published, derived
 
@@ -25,10 +26,10 @@ def sadd_transaction(r: redis.Redis, keys: list[str], member: str = "py") -> Non
     assert sum(added) == len(keys)
 
 
-def pure_python_client(host: str, port: int) -> redis.Redis:
+def pure_python_client(endpoint: Endpoint) -> redis.Redis:
     # The same client with redis-py's own parser instead of hiredis. redis-py 8 speaks RESP3
     # (HELLO 3) by default, so its pure-Python parser for that protocol is _RESP3Parser.
-    pool = redis.ConnectionPool(host=host, port=port, parser_class=_RESP3Parser)
+    pool = redis.ConnectionPool(**endpoint.connection_kwargs(), parser_class=_RESP3Parser)
     return redis.Redis(connection_pool=pool)
 
 
@@ -88,7 +89,7 @@ WIRE_SUMMARY = {
 def redispy_modes(lab, link, n: int, repeat: int) -> tuple[dict, dict]:
     """redis-py's modes over `link`: {("redis-py", mode): Measurement} and the commands each sent."""
     r = link.client()
-    pure = pure_python_client(link.endpoint.host, link.endpoint.port)
+    pure = pure_python_client(link.endpoint)
     keys = ch01.sadd_keys(n, prefix=LAB_PREFIX + "ch03:py:")
 
     def reset():

@@ -24,7 +24,7 @@ from ..server import PREFIX as LAB_PREFIX
 from ..server import EmbeddedRedis, free_port
 from .ch04 import DEFAULT_RETRIES, incr_exactly_once, incr_pipeline, no_retry_client
 from .ch04 import PREFIX as CH04_PREFIX
-from .ch07 import LoopThread, async_client
+from .ch07 import LoopThread
 
 PREFIX = LAB_PREFIX + "ch08:"
 
@@ -138,11 +138,11 @@ def measure_blocked(lab, n: int) -> dict[str, dict]:
             no_retry_client(e, socket_timeout=SHORT_TIMEOUT_S), key, queue, n, BLOCK_S
         ),
         "redis.asyncio, default retries": lambda: _in_loop(
-            lambda: incr_then_wait_async(async_client(e, socket_timeout=SHORT_TIMEOUT_S), key, queue, n, BLOCK_S)
+            lambda: incr_then_wait_async(e.async_client(socket_timeout=SHORT_TIMEOUT_S), key, queue, n, BLOCK_S)
         ),
         "redis.asyncio, retries off": lambda: _in_loop(
             lambda: incr_then_wait_async(
-                async_client(e, socket_timeout=SHORT_TIMEOUT_S, retry=AsyncRetry(NoBackoff(), 0)),
+                e.async_client(socket_timeout=SHORT_TIMEOUT_S, retry=AsyncRetry(NoBackoff(), 0)),
                 key,
                 queue,
                 n,
@@ -301,7 +301,7 @@ JEDIS_REPEAT = Size(full=5, quick=2)
 def measure_jedis(lab, cluster, n: int, repeat: int):
     """ch08-jedis on the lab's server and chapter 5's cluster (its first master as the seed)."""
     seed = cluster.nodes[0]
-    return lab.java("ch08-jedis", n, repeat, 1, f"{seed.host}:{seed.port}")
+    return lab.java("ch08-jedis", n, repeat, 1, f"{seed.host}:{seed.port}", cluster=seed)
 
 
 def jedis_table(run) -> str:

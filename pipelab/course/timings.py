@@ -20,6 +20,7 @@ from ..errors import LabError
 from ..lab import open_lab
 from ..measure import Measurement, measure
 from ..paths import REPO, notebooks_out_dir, tools_dir
+from ..server import Endpoint
 
 TIMINGS = "course/timings"
 SOLVED_MARK = "solved:"  # every check ends with "Exercise N solved: <figure>"
@@ -73,20 +74,20 @@ def _solved_line(text: str) -> str:
     return lines[-1].split(SOLVED_MARK, 1)[1].strip() if lines else ""
 
 
-def run_java(exercise: Exercise, host: str, port: int, *, solution: bool) -> subprocess.CompletedProcess:
-    """One run of `jbang exNN[-solution] host port`, as a trainee types it."""
-    argv = jbang.jbang_argv([exercise.alias(solution), host, str(port)])
-    return subprocess.run(argv, cwd=REPO, env=jbang.jbang_env(), capture_output=True, text=True)
+def run_java(exercise: Exercise, target: Endpoint, *, solution: bool) -> subprocess.CompletedProcess:
+    """One run of `jbang exNN[-solution] host port`, as a trainee types it (REDIS_URL set)."""
+    argv = jbang.jbang_argv([exercise.alias(solution), target.host, str(target.port)])
+    return subprocess.run(argv, cwd=REPO, env=jbang.jbang_env(target), capture_output=True, text=True)
 
 
-def _java_solution(exercise: Exercise, host: str, port: int) -> str:
-    done = run_java(exercise, host, port, solution=True)
+def _java_solution(exercise: Exercise, target: Endpoint) -> str:
+    done = run_java(exercise, target, solution=True)
     if done.returncode != 0:
         raise LabError(f"jbang {exercise.alias(True)} failed: {(done.stdout + done.stderr).strip().splitlines()[-1:]}")
     return _solved_line(done.stdout)
 
 
-def run_solutions(host: str, port: int, quick: bool) -> Path:
+def run_solutions(target: Endpoint, quick: bool) -> Path:
     """Time every solution, Python notebook and JBang alias; fail if one does not report "solved"."""
     jbang.require_jdk()
     repeat, warmup = (1, 0) if quick else (3, 1)  # the warm-up keeps the first run's time: compile, fetch
@@ -117,7 +118,7 @@ def run_solutions(host: str, port: int, quick: bool) -> Path:
             board.section(f"jbang {ex.alias(True)}, {runs}")
             java = measure(
                 f"exercise {ex.number}, jbang {ex.alias(True)}",
-                lambda: java_lines.append(_java_solution(ex, host, port)),
+                lambda: java_lines.append(_java_solution(ex, target)),
                 ops=1,
                 repeat=repeat,
                 warmup=warmup,

@@ -1,7 +1,8 @@
 """Chapter 2, system calls: a module per section of the notebook, in its order.
 
 common (the SET workload), parameters (declared once; the notebook passes them to the Java example),
-syscalls (1), depth (2), batches (3), busy_loop (4, with where the two processes run), raw (5), published.
+syscalls (1), depth (2), batches (3), busy_loop (4, with where the two processes run), raw (5), tls (6),
+published.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from .parameters import (
     N_RAW,
     N_STRACE,
     N_SYS,
+    N_TLS,
     PLACE_REPEAT,
     PY_ROUND_TRIPS,
     REPEAT,
@@ -56,6 +58,8 @@ from .parameters import (
     SIZES,
     STRACE_DEPTHS,
     SYS_DEPTHS,
+    TLS_DEPTHS,
+    TLS_ROUND_TRIPS,
     VALUE_BYTES,
     VALUE_KEY,
     java_depths,
@@ -63,3 +67,13 @@ from .parameters import (
 from .published import CLAIMS, PUBLISHED
 from .raw import measure_raw, pings_many_writes, pings_one_write, pings_round_trips, raw_summary
 from .syscalls import SYSCALLS_ALT, measure_strace, measure_syscalls, strace_table, syscalls_plot, syscalls_summary
+from .tls import (
+    TLS_ALT,
+    measure_tls_java,
+    measure_tls_python,
+    tls_params,
+    tls_plot,
+    tls_server,
+    tls_server_facts,
+    tls_summary,
+)

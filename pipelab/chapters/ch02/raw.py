@@ -33,7 +33,7 @@ def pings_round_trips(sock: socket.socket, n: int) -> None:
 
 def measure_raw(lab, counters, n: int, repeat: int) -> tuple[dict, dict]:
     runs, reads = {}, {}
-    sock = connect(lab.endpoint.host, lab.endpoint.port)
+    sock = connect(lab.endpoint)
     for name, fn in (
         ("one write", pings_one_write),
         ("many writes", pings_many_writes),

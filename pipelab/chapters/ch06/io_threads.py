@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from ... import plots
+from ... import observe, plots
 from ...params import Size
 from ...results import md_table, quantity, rate_figure, ratio_figure
 from ...server import Endpoint
@@ -46,7 +46,11 @@ def measure_io_threads(grid: list[tuple[int, int]], n_max: int, repeat: int) -> 
 
 
 def measure_io_threads_remote(endpoint: Endpoint, grid, n_max: int, repeat: int) -> dict:
-    """REDIS_URL's server as it is configured (nothing is changed on it): the same grid."""
+    """REDIS_URL's server as it is configured (nothing is changed on it): the same grid; empty, with
+    the reason printed, where redis-benchmark cannot run against it."""
+    if endpoint.password is not None:  # redis-benchmark would show the password to `ps`
+        print(f"Skipped on REDIS_URL's server: {observe.BENCHMARK_NO_PASSWORD}.")
+        return {}
     raw = interleaved(
         [("remote", d, c) for d, c in grid],
         lambda c, requests: bench_once(endpoint, SET_COMMAND, c[1], c[2], requests),

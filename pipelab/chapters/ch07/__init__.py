@@ -16,7 +16,7 @@ from .cluster_keys import (
     master_calls,
     measure_cluster,
 )
-from .common import PREFIX, REPEAT, LoopThread, async_client
+from .common import PREFIX, REPEAT, LoopThread
 from .gather import (
     DEFAULT_POOL_N,
     GATHER_N,

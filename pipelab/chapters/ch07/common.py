@@ -5,27 +5,11 @@ from __future__ import annotations
 import asyncio
 import threading
 
-import redis
-import redis.asyncio
-
 from ...params import Size
 from ...server import PREFIX as LAB_PREFIX
-from ...server import Endpoint
 
 PREFIX = LAB_PREFIX + "ch07:"
 REPEAT = Size(full=3, quick=2)
-
-
-def async_client(endpoint: Endpoint, **kwargs) -> redis.asyncio.Redis:
-    return redis.asyncio.Redis(
-        host=endpoint.host,
-        port=endpoint.port,
-        db=endpoint.db,
-        username=endpoint.username,
-        password=endpoint.password,
-        ssl=endpoint.tls,
-        **kwargs,
-    )
 
 
 class LoopThread:

@@ -12,7 +12,7 @@ from ...measure import Measurement, measure
 from ...params import Size
 from ...results import md_table, quantity, rate_figure, ratio_figure
 from ...server import Endpoint
-from .common import PREFIX, LoopThread, async_client
+from .common import PREFIX, LoopThread
 
 GATHER_N = Size(full=1_000, quick=200)  # commands per call
 GATHER_RTTS = (0, 1)  # ms injected by toxiproxy; 1 ms only where it runs
@@ -39,11 +39,7 @@ def gather_client(endpoint: Endpoint, connections: int) -> redis.asyncio.Redis:
     # A caller that asks for more connections than the pool holds waits for one (for up to 20 s)
     # instead of failing, as the default ConnectionPool does past max_connections.
     pool = redis.asyncio.BlockingConnectionPool(
-        host=endpoint.host,
-        port=endpoint.port,
-        db=endpoint.db,
-        username=endpoint.username,
-        password=endpoint.password,
+        **endpoint.connection_kwargs(redis.asyncio.SSLConnection),  # host, port, login, TLS
         max_connections=connections,
         timeout=20,
     )
@@ -57,7 +53,7 @@ def default_pool_outcome(endpoint: Endpoint, n: int) -> str:
     """What gather does with more coroutines than the default pool's 100 connections."""
 
     async def attempt():
-        r = async_client(endpoint)
+        r = endpoint.async_client()
         try:
             done = await asyncio.gather(
                 *(r.incr(f"{PREFIX}gather:default:{i}") for i in range(n)), return_exceptions=True
@@ -80,7 +76,7 @@ def measure_gather(endpoint: Endpoint, rtt_ms: float, n: int, repeat: int) -> di
     out = {}
     with LoopThread() as loop:
         modes = {f"gather, pool of {c}": (gather_client(endpoint, c), incr_gathered) for c in POOLS}
-        modes["one pipeline"] = (async_client(endpoint), incr_pipelined)
+        modes["one pipeline"] = (endpoint.async_client(), incr_pipelined)
         for mode, (client, workload) in modes.items():
             counters = observe.Counters(endpoint)
             with counters.measure() as delta:

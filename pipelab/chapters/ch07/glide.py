@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import redis
 import redis.asyncio
 from glide import (
+    AdvancedGlideClientConfiguration,
+    AdvancedGlideClusterClientConfiguration,
     Batch,
     BatchOptions,
     ClusterBatch,
@@ -17,6 +20,7 @@ from glide import (
     GlideClusterClientConfiguration,
     NodeAddress,
     ServerCredentials,
+    TlsAdvancedConfiguration,
 )
 
 from ... import observe
@@ -33,11 +37,23 @@ GLIDE_CLUSTER_SETS = 300  # small enough that each master reads its share in one
 GLIDE_CLUSTER_CALLS = Size(full=20, quick=5)
 
 
+def glide_connection(endpoint: Endpoint, advanced=AdvancedGlideClientConfiguration) -> dict:
+    """Credentials, TLS and its CA as the URL names them, in GLIDE's configuration words."""
+    config: dict = {
+        "credentials": ServerCredentials(endpoint.password, endpoint.username) if endpoint.password else None
+    }
+    if endpoint.tls:
+        config["use_tls"] = True
+        if endpoint.ca_file:
+            pem = Path(endpoint.ca_file).read_bytes()
+            config["advanced_config"] = advanced(tls_config=TlsAdvancedConfiguration(root_pem_cacerts=pem))
+    return config
+
+
 async def glide_client(endpoint: Endpoint, **config):
-    credentials = ServerCredentials(endpoint.password, endpoint.username) if endpoint.password else None
     return await GlideClient.create(
         GlideClientConfiguration(
-            [NodeAddress(endpoint.host, endpoint.port)], database_id=endpoint.db, credentials=credentials, **config
+            [NodeAddress(endpoint.host, endpoint.port)], database_id=endpoint.db, **glide_connection(endpoint), **config
         )
     )
 
@@ -170,10 +186,11 @@ def settled_count(r: redis.Redis, keys: list[str]) -> int:
 
 
 async def glide_cluster_client(cluster, **config):
-    credentials = ServerCredentials(cluster.password, cluster.username) if cluster.password else None
     return await GlideClusterClient.create(
         GlideClusterClientConfiguration(
-            [NodeAddress(n.host, n.port) for n in cluster.nodes], credentials=credentials, **config
+            [NodeAddress(n.host, n.port) for n in cluster.nodes],
+            **glide_connection(cluster.nodes[0], AdvancedGlideClusterClientConfiguration),
+            **config,
         )
     )
 

@@ -22,6 +22,7 @@ def measure_glide_java(lab, cluster, repeat: int):
         GLIDE_JAVA_TIMEOUT_N,
         GLIDE_CLUSTER_SETS,
         lab.size(GLIDE_CLUSTER_CALLS),
+        cluster=node,
     )
 
 

@@ -16,7 +16,7 @@ from ...measure import Measurement
 from ...params import Size
 from ...results import md_table, median_figure, quantity
 from ...server import Endpoint
-from .common import PREFIX, LoopThread, async_client
+from .common import PREFIX, LoopThread
 
 STALL_SIZES = Size(full=[1_000, 10_000, 30_000, 100_000], quick=[1_000, 20_000])
 STALL_REPEAT = Size(full=3, quick=2)
@@ -69,7 +69,7 @@ def measure_stall(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[tup
     out = {}
 
     async def run_all():
-        r = async_client(endpoint)
+        r = endpoint.async_client()
         try:
             warmup = await _stall_once(r, [f"{PREFIX}stall:{i}" for i in range(sizes[0])], None)
             for n in sizes:
