@@ -229,7 +229,7 @@ def background(isolated_build, tmp_path_factory) -> dict:
             [sys.executable, "-m", "tests.secured_book", str(isolated_build / "secured")],
             lambda: dict(os.environ),
             isolated_build / "secured.log",
-            "secured_run",
+            None,  # when first waited for: beside chapter 8 its JVMs would slow chapter 8's clients
             made=isolated_build / "secured",
         ),
     }
@@ -275,7 +275,7 @@ def executed_notebooks(request, session, jdk, isolated_build, background):
 
     paths = run([c for c in chapters if c != BESIDE])
     for job in background.values():
-        if needed_in_session(request, job.needed_by):
+        if job.needed_by and needed_in_session(request, job.needed_by):
             job.start()
     paths += run([c for c in chapters if c == BESIDE])
     return {p.name[:2]: nbformat.read(p, as_version=4) for p in paths}
@@ -310,8 +310,8 @@ def course_run(jdk, background):
 
 @pytest.fixture(scope="session")
 def secured_run(jdk, background) -> tuple[dict, Path]:
-    """A quick chapter run by `pipelab book` against an ACL user over TLS (tests/secured_book.py), beside
-    chapter 8: what it wrote in secured.json, and its directory (the build is under build/)."""
+    """A quick chapter run by `pipelab book` against an ACL user over TLS (tests/secured_book.py), after
+    the notebooks: what it wrote in secured.json, and its directory (the build is under build/)."""
     from tests import secured_book
 
     try:

@@ -17,10 +17,10 @@ from tests.conftest import beyond, document, saved
 
 
 def test_three_pings_in_one_write_get_three_pongs(lab):
-    request, replies = ch01.three_pings(lab.endpoint.host, lab.endpoint.port)
+    request, replies = ch01.three_pings(lab.endpoint)
     assert request == b"*1\r\n$4\r\nPING\r\n" * 3
     assert replies == [b"+PONG"] * 3
-    assert ch01.inline_ping(lab.endpoint.host, lab.endpoint.port) == b"+PONG"
+    assert ch01.inline_ping(lab.endpoint) == b"+PONG"
 
 
 def _commands(client: redis.Redis) -> int:

@@ -72,24 +72,11 @@ public class TlsDepth {
                 LabSupport.Step verify = () -> DepthBench.verify(plain);
                 for (int depth : depths) {
                     int count = (int) Math.max(depth, Math.min(s.size(), (long) roundTrips * depth));
-                    Map<String, LabSupport.Step> tasks = new LinkedHashMap<>();
                     Map<String, Spent> spent = new LinkedHashMap<>();
-                    // --8<-- [start:modes]
-                    for (String transport : List.of("plain", "TLS")) {
-                        String mode = transport.toLowerCase() + "_depth_" + depth;
-                        Jedis jedis = transport.equals("TLS") ? tls : plain;
-                        Spent one = new Spent();
-                        spent.put(mode, one);
-                        tasks.put(mode, () -> {
-                            double before = serverCpuS(info);
-                            DepthBench.setInBatches(jedis, count, depth);
-                            one.serverCpuS += serverCpuS(info) - before;
-                            one.commands += count;
-                        });
-                        report.fields(mode, Map.of("depth", depth, "transport", transport, "command", "SET"));
-                    }
+                    Map<String, LabSupport.Step> tasks = inTurns(plain, tls, info, depth, count, spent);
+                    tasks.keySet().forEach(mode -> report.fields(mode, Map.of("depth", depth,
+                            "transport", mode.startsWith("tls") ? "TLS" : "plain", "command", "SET")));
                     Map<String, LabSupport.Samples> got = LabSupport.interleaved(s, null, tasks, verify);
-                    // --8<-- [end:modes]
                     List<String> modes = new ArrayList<>(tasks.keySet());
                     for (String mode : modes) {
                         String transport = mode.startsWith("tls") ? "TLS" : "plain";
@@ -107,6 +94,29 @@ public class TlsDepth {
         commands.forEach((mode, count) -> report.fact("commands_" + mode, count));
         report.finish();
     }
+
+    // --8<-- [start:modes]
+    /**
+     * The same `count` SETs at `depth` over the plain connection and the TLS one, as two tasks that
+     * LabSupport.interleaved times in turns; each adds the server's CPU it cost to `spent`.
+     */
+    static Map<String, LabSupport.Step> inTurns(Jedis plain, Jedis tls, Jedis info, int depth, int count,
+                                                 Map<String, Spent> spent) {
+        Map<String, LabSupport.Step> tasks = new LinkedHashMap<>();
+        for (String transport : List.of("plain", "TLS")) {
+            String mode = transport.toLowerCase() + "_depth_" + depth;
+            Jedis jedis = transport.equals("TLS") ? tls : plain;
+            Spent one = spent.computeIfAbsent(mode, m -> new Spent());
+            tasks.put(mode, () -> {
+                double before = serverCpuS(info);
+                DepthBench.setInBatches(jedis, count, depth);
+                one.serverCpuS += serverCpuS(info) - before;
+                one.commands += count;
+            });
+        }
+        return tasks;
+    }
+    // --8<-- [end:modes]
 
     /** The server's user and system CPU seconds so far (INFO cpu, in microseconds' precision). */
     static double serverCpuS(Jedis info) {

@@ -87,7 +87,7 @@ def _java_solution(exercise: Exercise, target: Endpoint) -> str:
     return _solved_line(done.stdout)
 
 
-def run_solutions(target: Endpoint, quick: bool) -> Path:
+def run_solutions(server: Endpoint, quick: bool) -> Path:
     """Time every solution, Python notebook and JBang alias; fail if one does not report "solved"."""
     jbang.require_jdk()
     repeat, warmup = (1, 0) if quick else (3, 1)  # the warm-up keeps the first run's time: compile, fetch
@@ -118,7 +118,7 @@ def run_solutions(target: Endpoint, quick: bool) -> Path:
             board.section(f"jbang {ex.alias(True)}, {runs}")
             java = measure(
                 f"exercise {ex.number}, jbang {ex.alias(True)}",
-                lambda: java_lines.append(_java_solution(ex, target)),
+                lambda: java_lines.append(_java_solution(ex, server)),
                 ops=1,
                 repeat=repeat,
                 warmup=warmup,

@@ -33,7 +33,7 @@ CLIENT_NAME = "pipelab-ch02-batches"  # so the sampler finds the connection in C
 N_PLACE = Size(full=5_000, quick=500)  # PINGs one by one per sample
 PLACE_REPEAT = Size(full=9, quick=3)
 # What TLS costs a pipeline (section 6): the same server's plain port against its TLS port.
-TLS_DEPTHS = Size(full=[1, 10, 100, 1_000], quick=[1, 100])
+TLS_DEPTHS = Size(full=[1, 10, 100, 1_000], quick=[1, 10, 100, 1_000])  # every depth the prose names
 N_TLS = Size(full=10_000, quick=2_000)  # SETs per sample ...
 TLS_ROUND_TRIPS = 1_000  # ... at most this many batches, so depth 1 stays short
 
