@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from types import SimpleNamespace
 
 import markdown
@@ -248,3 +249,17 @@ def test_results_load_into_one_tidy_frame_and_the_spread_table_reads_it(tmp_path
     reference = report.spread_tables(tmp_path / "none", tmp_path)
     assert reference.startswith("The reference machine's run (measured ") and "holds 2 measurements" in reference
     assert '??? info "Every measurement of the reference machine\'s run"' in reference
+
+
+def test_the_docs_show_a_redis_url_only_with_its_password_masked():
+    """The site is published: an example URL that names a password shows it as the lab prints it."""
+    from pipelab.paths import REPO
+
+    docs = [REPO / "README.md", *sorted((REPO / "site").rglob("*.md"))]
+    found = {
+        (path.name, match)
+        for path in docs
+        for match in re.findall(r"rediss?://[^\s'\"`<]*?:([^\s'\"`<@/]*)@", path.read_text())
+        if match not in ("", "***")
+    }
+    assert not found, found

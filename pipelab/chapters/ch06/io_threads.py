@@ -48,15 +48,16 @@ def measure_io_threads(grid: list[tuple[int, int]], n_max: int, repeat: int) -> 
 def measure_io_threads_remote(endpoint: Endpoint, grid, n_max: int, repeat: int) -> dict:
     """REDIS_URL's server as it is configured (nothing is changed on it): the same grid; empty, with
     the reason printed, where redis-benchmark cannot run against it."""
-    if endpoint.password is not None:  # redis-benchmark would show the password to `ps`
-        print(f"Skipped on REDIS_URL's server: {observe.BENCHMARK_NO_PASSWORD}.")
+    try:
+        raw = interleaved(
+            [("remote", d, c) for d, c in grid],
+            lambda c, requests: bench_once(endpoint, SET_COMMAND, c[1], c[2], requests),
+            repeat,
+            lambda c: requests_for(c[1], c[2], n_max),
+        )
+    except observe.BenchmarkUnavailable as err:  # e.g. a password, which redis-benchmark would show to `ps`
+        print(f"Skipped on REDIS_URL's server: {err}.")
         return {}
-    raw = interleaved(
-        [("remote", d, c) for d, c in grid],
-        lambda c, requests: bench_once(endpoint, SET_COMMAND, c[1], c[2], requests),
-        repeat,
-        lambda c: requests_for(c[1], c[2], n_max),
-    )
     return {
         ("remote", "as configured", d, c): m
         for (_, d, c), m in to_measurements(raw, lambda c: f"REDIS_URL, -P {c[1]} -c {c[2]}").items()
