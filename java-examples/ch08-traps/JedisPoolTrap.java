@@ -112,9 +112,9 @@ final class JedisPoolTrap extends JedisTraps {
     // --8<-- [start:poison]
     /**
      * Borrower 1 with the connection, not the pipeline, as the resource. Connection.close()
-     * returns it to the pool as it is: replies unread, and commands that did not fill the
-     * 8 KB output buffer not even sent. The next borrower's command flushes them and reads
-     * the first stale reply.
+     * returns it to the pool as it is: every reply unread, and the last 8 KB or less of the
+     * SETs still in the output buffer (each time the buffer filled, it went to the server).
+     * The next borrower's command flushes them and reads the first stale reply.
      */
     static void poisoningBorrower(RedisClient client, List<String> keys) {
         try (Connection connection = client.getPool().getResource()) {
@@ -132,7 +132,8 @@ final class JedisPoolTrap extends JedisTraps {
      * what borrower 2 saw, how many replies behind the pooled connection stays afterwards,
      * what the server holds for borrower 2's key, and borrower 1's SETs the server ran.
      */
-    static void poisonedConnection(LabSupport.Report report, LabSupport.Settings s, Jedis control, List<String> all) {
+    static void poisonedConnection(LabSupport.Report report, LabSupport.Settings s, Jedis control, List<String> all)
+            throws InterruptedException {
         List<String> keys = LabSupport.keys(s.size(), "ch08", "jedis", "poison");
         String b2Key = LabSupport.key("ch08", "jedis", "poison", "b2");
         all.addAll(keys);
@@ -143,6 +144,7 @@ final class JedisPoolTrap extends JedisTraps {
             } catch (GaveUp expected) {
                 // back in the pool, unsynced
             }
+            reportLeftBehind(report, "poison", control, keys);
             Seen seen = seen(() -> client.set(b2Key, B2_VALUE), () -> client.get(b2Key));
             seen.report(report, "poison");
             report.fact("poison_replies_behind", repliesBehind(client, s.size() + 10));
@@ -172,6 +174,18 @@ final class JedisPoolTrap extends JedisTraps {
         return -1;
     }
 
+    /**
+     * Facts PREFIX_b1_applied_before_b2, borrower 1's SETs the server ran before anyone used the
+     * connection again, and PREFIX_set_bytes, the RESP size of its last SET (those not yet run are
+     * the last ones, all of that size).
+     */
+    static void reportLeftBehind(LabSupport.Report report, String prefix, Jedis control, List<String> keys)
+            throws InterruptedException {
+        Thread.sleep(FLUSHED_SETTLE_MS);
+        report.fact(prefix + "_b1_applied_before_b2", LabSupport.countExisting(control, keys));
+        report.fact(prefix + "_set_bytes", respBytes("SET", keys.get(keys.size() - 1), B1_VALUE));
+    }
+
     // --8<-- [start:leak]
     /**
      * Borrower 1 with RedisClient.pipelined() and no try-with-resources: the Pipeline holds a
@@ -199,9 +213,9 @@ final class JedisPoolTrap extends JedisTraps {
             String set = outcome(() -> client.set(b2Key, B2_VALUE));
             report.fact("leak_b2_waited_ms", (System.nanoTime() - start) / 1_000_000);
             report.fact("leak_b2_set", set);
-            // What the server ran of the SETs that sit in the leaked connection's buffer:
-            // only what overflowed the 8 KB output buffer was ever written.
+            // What the server ran while the pipeline was lost: all but what was left in the output buffer.
             report.fact("leak_b1_applied_while_lost", LabSupport.countExisting(control, keys));
+            report.fact("leak_set_bytes", respBytes("SET", keys.get(keys.size() - 1), B1_VALUE));
             lost.close(); // sync() and give the connection back
             report.fact("leak_b1_applied_after_close", LabSupport.countExisting(control, keys));
             Seen after = seen(() -> client.set(b2Key, B2_VALUE), () -> client.get(b2Key));

@@ -24,6 +24,10 @@
 //      leak       RedisClient.pipelined() never closed: its connection never goes back, and
 //                 borrower 2 waits for the pool (forever by default; here 1 s).
 //    The fix, try-with-resources on the Pipeline, is measured the same way.
+//    An unsynced pipeline has sent all but the last 8 KB or less of its commands: RedisOutputStream
+//    writes its 8,192-byte buffer to the socket whenever the next piece does not fit, and the server
+//    runs what arrives. Facts poison_b1_applied_before_b2, leak_b1_applied_while_lost, *_set_bytes
+//    and output_buffer_bytes measure that remainder.
 // 2. ClusterPipeline.sync() when one master's connection fails. N SETs across every master;
 //    before sync() the example kills the pipeline's connection on one master (CLIENT KILL ID).
 //    sync() does not throw: it logs the failure, and that master's Responses stay empty,
@@ -84,6 +88,7 @@ import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.RedisClusterClient;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.util.JedisClusterCRC16;
+import redis.clients.jedis.util.RedisOutputStream;
 
 public class JedisTraps {
 
@@ -105,6 +110,11 @@ public class JedisTraps {
     static final Duration UNCAUGHT_WAIT = Duration.ofSeconds(2);
     /** Characters of an exception message kept in a fact. */
     static final int MESSAGE_CHARS = 160;
+    /**
+     * How long part 1 waits before counting what an abandoned pipeline's flushes ran: they reach
+     * the server on another connection than the count, so the server may read the count first.
+     */
+    static final long FLUSHED_SETTLE_MS = 100;
 
     public static void main(String[] args) {
         String[] extra = LabSupport.extra(args);
@@ -146,6 +156,7 @@ public class JedisTraps {
                 report.fact("socket_timeout_ms", SOCKET_TIMEOUT_MS);
                 report.fact("pool_max_wait_ms", POOL_WAIT.toMillis());
                 report.fact("pool_max_wait_default_ms", new ConnectionPoolConfig().getMaxWaitDuration().toMillis());
+                report.fact("output_buffer_bytes", outputBufferBytes());
                 JedisPoolTrap.legacyPool(report, s, control, keys);
                 JedisPoolTrap.poisonedConnection(report, s, control, keys);
                 JedisPoolTrap.leakedPipeline(report, s, control, keys);
@@ -194,6 +205,26 @@ public class JedisTraps {
         java.lang.reflect.Field f = MultiNodePipelineBase.class.getDeclaredField(field);
         f.setAccessible(true);
         return (Map<?, ?>) f.get(pipeline);
+    }
+
+    /**
+     * RedisOutputStream's buffer, the bytes a pipeline holds back before it writes them to the
+     * socket: 8,192 unless the jedis.bufferSize.output property says otherwise (read by reflection).
+     */
+    static int outputBufferBytes() throws ReflectiveOperationException {
+        java.lang.reflect.Field f = RedisOutputStream.class.getDeclaredField("OUTPUT_BUFFER_SIZE");
+        f.setAccessible(true);
+        return f.getInt(null);
+    }
+
+    /** The bytes of one command in RESP, as Jedis writes it: *count, then $length and each argument. */
+    static int respBytes(String... args) {
+        int total = 1 + String.valueOf(args.length).length() + 2;
+        for (String arg : args) {
+            int length = arg.getBytes(StandardCharsets.UTF_8).length;
+            total += 1 + String.valueOf(length).length() + 2 + length + 2;
+        }
+        return total;
     }
 
     static String firstLine(String text) {

@@ -1,7 +1,8 @@
 """Chapter 8, the traps that client defaults and connection state set: redis-py's default timeout
-with its default retries, measured here; Lettuce's unbounded queue, replay and shared-connection
-state, Jedis's pooled and cluster pipelines, Redisson's batch retries and WAIT, and Spring's
-escaping callback come from the ch08-lettuce, ch08-jedis, ch08-redisson and ch08-spring examples."""
+with its default retries, and its HELLO 3 against a server without HELLO, measured here; Lettuce's
+unbounded queue, replay and shared-connection state, Jedis's pooled and cluster pipelines,
+Redisson's batch retries and WAIT, and Spring's escaping callback come from the ch08-lettuce,
+ch08-jedis, ch08-redisson and ch08-spring examples."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from ..params import Size
 from ..proxy import PROXY_NAME
 from ..results import md_table, median_figure, quantity
 from ..server import PREFIX as LAB_PREFIX
-from ..server import EmbeddedRedis, free_port
+from ..server import EmbeddedRedis, Endpoint, free_port
 from .ch04 import DEFAULT_RETRIES, incr_exactly_once, incr_pipeline, no_retry_client
 from .ch04 import PREFIX as CH04_PREFIX
 from .ch07 import LoopThread
@@ -39,8 +40,8 @@ BLOCK_S = 1  # a BLPOP in the pipeline that waits this long, longer than SHORT_T
 
 # --8<-- [start:silent]
 def incr_then_wait(r: redis.Redis, key: str, queue: str, n: int, block_s: float) -> list:
-    # n INCRs, then a BLPOP on an empty list: the server runs the INCRs at once, then holds every
-    # reply (a pipeline's replies go out together) until the BLPOP gives up after block_s.
+    # n INCRs, then a BLPOP on an empty list: the INCRs' replies come at once, but execute() reads
+    # until the BLPOP's reply too, which comes when it gives up after block_s.
     pipe = r.pipeline(transaction=False)
     for _ in range(n):
         pipe.incr(key)
@@ -234,6 +235,95 @@ def retries_summary(stalled: dict, blocked: dict, n: int) -> dict:
     return out
 
 
+# --- redis-py 8 opens every connection with HELLO 3 ------------------------------------------------
+
+
+class _Resp2Endpoint(Endpoint):
+    """The lab's clients for a server without HELLO ask for RESP2, which needs no HELLO: the server's
+    start-up check connects through this."""
+
+    def client_kwargs(self) -> dict:
+        return super().client_kwargs() | {"protocol": 2}
+
+
+class HelloRefused(EmbeddedRedis):
+    """A server the lab starts with HELLO renamed away, so it answers HELLO as a server older than 6.0,
+    or a proxy that does not know the command, does: "unknown command"."""
+
+    def __init__(self):
+        super().__init__(port=free_port(), args=["--rename-command", "HELLO", ""])
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return _Resp2Endpoint("127.0.0.1", self.port)
+
+
+# --8<-- [start:hello]
+def first_command(host: str, port: int, **options) -> str:
+    # A client connects on its first command: redis-py 8 begins with HELLO 3 unless given protocol=2.
+    r = redis.Redis(host=host, port=port, **options)
+    try:
+        return f"connected: {r.ping()}"
+    finally:
+        r.close()
+
+
+async def first_command_async(host: str, port: int, **options) -> str:
+    r = redis.asyncio.Redis(host=host, port=port, **options)
+    try:
+        return f"connected: {await r.ping()}"
+    finally:
+        await r.aclose()
+
+
+# --8<-- [end:hello]
+
+HELLO_CASES = {  # slug: what the reader would write, and how the lab runs it
+    "defaults": ("redis.Redis(host, port)", lambda h, p: first_command(h, p)),
+    "resp2": ("redis.Redis(host, port, protocol=2)", lambda h, p: first_command(h, p, protocol=2)),
+    "async_defaults": (
+        "redis.asyncio.Redis(host, port)",
+        lambda h, p: _in_loop(lambda: first_command_async(h, p)),
+    ),
+}
+
+
+def measure_hello() -> dict[str, dict]:
+    """Each of HELLO_CASES against a server the lab starts without HELLO: what the first command
+    returned or raised, and the server's name and version."""
+    with HelloRefused() as server:
+        e = server.endpoint
+        with e.client() as control:
+            info = control.info("server")
+        version = f"Valkey {info['valkey_version']}" if "valkey_version" in info else f"Redis {info['redis_version']}"
+
+        out = {}
+        for slug, (call, connect) in HELLO_CASES.items():
+            try:
+                outcome, connected = connect(e.host, e.port), True
+            except redis.RedisError as err:  # the error is the finding
+                outcome, connected = f"{type(err).__name__}: {str(err).strip()}", False
+            out[slug] = {"call": call, "outcome": outcome, "connected": connected, "server_version": version}
+    return out
+
+
+def hello_table(cases: dict) -> str:
+    return md_table(
+        ["Client", "First command against a server without HELLO"], [[c["call"], c["outcome"]] for c in cases.values()]
+    )
+
+
+def hello_summary(cases: dict) -> dict:
+    out = {
+        "default_protocol": quantity(redis.utils.DEFAULT_RESP_VERSION, "count"),
+        "server_version": quantity(0, "count", next(iter(cases.values()))["server_version"]),
+    }
+    for slug, c in cases.items():
+        out[f"{slug}_outcome"] = quantity(0, "count", c["outcome"])
+        out[f"{slug}_connected"] = quantity(int(c["connected"]), "count", "yes" if c["connected"] else "no")
+    return out
+
+
 # --- the Java clients ----------------------------------------------------------------------------
 
 
@@ -287,6 +377,8 @@ def facts_summary(run) -> dict:
                 out[name] = quantity(value, "num", f"{value:,.2f}".rstrip("0").rstrip("."))
             elif unit in ("ms", "s") and isinstance(value, int):  # a setting or a whole count: no decimals
                 out[name] = quantity(value, unit, f"{value:,} {unit}")
+            elif unit == "bytes":  # exact: the prose compares them with Jedis's 8,192-byte buffer
+                out[name] = quantity(value, unit, f"{value:,} bytes")
             else:
                 out[name] = fact(run, name, unit)
         else:
@@ -328,9 +420,22 @@ def measure_spring(lab, n: int, repeat: int):
     return lab.java("ch08-spring", n, repeat, 1)
 
 
+# Per case of an abandoned pipeline: the fact that counts borrower 1's SETs the server had run
+# before the connection was used again.
+JEDIS_LEFT_BEHIND = {"leak": "leak_b1_applied_while_lost", "poison": "poison_b1_applied_before_b2"}
+
+
 def jedis_summary(run) -> dict:
-    f = run.facts
-    out = facts_summary(run) | {"n": quantity(run.data["size"], "count")}
+    f, n = run.facts, run.data["size"]
+    out = facts_summary(run) | {"n": quantity(n, "count")}
+    for case, applied in JEDIS_LEFT_BEHIND.items():
+        if applied in f and f"{case}_set_bytes" in f:
+            # The SETs not yet run are the pipeline's last ones, all of one size: what was still in
+            # the output buffer, plus at most one cut where the buffer was last written out.
+            unrun = n - f[applied]
+            unrun_bytes = unrun * f[f"{case}_set_bytes"]
+            out[f"{case}_b1_unrun"] = quantity(unrun, "count")
+            out[f"{case}_b1_unrun_bytes"] = quantity(unrun_bytes, "bytes", f"{unrun_bytes:,} bytes")
     if "us_per_pipeline_shared_pool" in f:
         out["shared_pool_vs_sync_then_close"] = quantity(
             f["us_per_pipeline_shared_pool"] / f["us_per_pipeline_sync_then_close"], "x"

@@ -193,6 +193,7 @@ def ceiling_summary(runs: dict, jedis: dict, reply_mem: dict, facts: dict) -> di
         m, tag = runs[(name, *deepest)], name.replace("-", "_")  # summary keys are identifiers
         out[f"{tag}_version"] = quantity(0, "count", facts[name]["version"])
         out[f"{tag}_allocator"] = quantity(0, "count", facts[name]["allocator"])
+        out[f"{tag}_io_threads"] = quantity(facts[name]["io_threads"], "count")  # CONFIG GET, the default
         out[f"{tag}_compiler"] = quantity(
             0, "count", f"GCC {facts[name]['compiler']}" if facts[name].get("compiler") else "not recorded"
         )

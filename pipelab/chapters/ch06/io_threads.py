@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import glob
+import os
 import statistics
+import time
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -20,27 +23,66 @@ IO_GRID = Size(full=[(1, 1), (1, 50), (16, 50), (256, 50)], quick=[(1, 1), (1, 5
 IO_SERVERS = ("redis", "valkey")
 # (io-threads, the server's CPUs, the load generator's CPUs) on a 2-core machine
 IO_MODES = {"io-threads 1": (1, SERVER_CPUS, BENCH_CPUS), "io-threads 2": (2, {*_FIRST_TWO}, BENCH_CPUS)}
+# What decides when I/O threads run. Valkey 9.1 has io-threads-always-active (off by default) and no
+# longer has events-per-io-thread (Valkey 8's rule); Redis 8 has neither. A setting a server lacks reads as None.
+IO_SETTINGS = ("io-threads", "io-threads-always-active", "events-per-io-thread")
+
+
+def io_settings(endpoint: Endpoint) -> dict:
+    with endpoint.client() as r:
+        return {name: r.config_get(name).get(name) for name in IO_SETTINGS}
+
+
+def io_thread_cpu_s(pid: int) -> float:
+    """CPU seconds the server's I/O threads have used so far: the threads both servers name io_thd_N."""
+    ticks = 0
+    for task in glob.glob(f"/proc/{pid}/task/*"):
+        try:
+            with open(f"{task}/comm") as comm, open(f"{task}/stat") as stat:
+                if comm.read().startswith("io_thd"):
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                    ticks += int(fields[11]) + int(fields[12])  # utime and stime, stat's 14th and 15th fields
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def io_thread_active_s(r) -> float | None:
+    """Valkey's count of the time its I/O threads found jobs in their queues (INFO's
+    used_active_time_io_thread_N); None on a server that keeps no such count."""
+    fields = [float(v) for k, v in r.info("cpu").items() if k.startswith("used_active_time_io_thread_")]
+    return sum(fields) if fields else None
 
 
 def measure_io_threads(grid: list[tuple[int, int]], n_max: int, repeat: int) -> dict:
     """{(server, mode, depth, clients): Measurement}: each server started with io-threads 1 (pinned to
-    CPU 0, redis-benchmark on CPU 1) and with io-threads 2 (both CPUs, sharing CPU 1 with redis-benchmark)."""
+    CPU 0, redis-benchmark on CPU 1) and with io-threads 2 (both CPUs, sharing CPU 1 with redis-benchmark).
+    Each run also records its I/O threads' CPU, and on Valkey the part of it spent on jobs, as shares
+    of the run's wall time; the params keep the settings that decide when I/O threads run."""
     names = {n: v for n, v in lineup(with_jemalloc_variant=False).items() if n in IO_SERVERS}
     out = {}
     for mode, (threads, server_cpus, bench_cpus) in IO_MODES.items():
         with running(names, args=["--io-threads", str(threads)], cpus=server_cpus) as servers:
+            settings = {name: io_settings(s.endpoint) for name, s in servers.items()}
+            infos = {name: s.endpoint.client() for name, s in servers.items()}
+
+            def run_cell(c, requests):
+                server, r = servers[c[0]], infos[c[0]]
+                cpu0, active0, t0 = io_thread_cpu_s(server.proc.pid), io_thread_active_s(r), time.perf_counter()
+                row = bench_once(server.endpoint, SET_COMMAND, c[1], c[2], requests, bench_cpus=bench_cpus)
+                cpu1, active1, wall = io_thread_cpu_s(server.proc.pid), io_thread_active_s(r), time.perf_counter() - t0
+                row["io_thread_cpu"] = (cpu1 - cpu0) / wall
+                row["io_thread_active"] = None if active0 is None else (active1 - active0) / wall
+                return row
+
             cells = [(name, depth, clients) for depth, clients in grid for name in servers]
-            raw = interleaved(
-                cells,
-                lambda c, requests: bench_once(
-                    servers[c[0]].endpoint, SET_COMMAND, c[1], c[2], requests, bench_cpus=bench_cpus
-                ),
-                repeat,
-                lambda c: requests_for(c[1], c[2], n_max),
-            )
+            raw = interleaved(cells, run_cell, repeat, lambda c: requests_for(c[1], c[2], n_max))
+            for r in infos.values():
+                r.close()
             for (name, depth, clients), m in to_measurements(
                 raw, lambda c: f"{LABELS[c[0]]}, {mode}, -P {c[1]} -c {c[2]}"
             ).items():
+                m.params["settings"] = settings[name]
                 out[(name, mode, depth, clients)] = m
     return out
 
@@ -81,6 +123,8 @@ def io_table(runs: dict) -> str:
                 f"{statistics.median(p['bench_cpu']):.0%}",
                 f"{statistics.median(p['reads_per_cmd']):.3f}",
                 f"{statistics.median(p['server_cpu_per_cmd_us']):.2f}",
+                share(p.get("io_thread_cpu")),
+                share(p.get("io_thread_active")),
             ]
         )
     return md_table(
@@ -94,9 +138,17 @@ def io_table(runs: dict) -> str:
             "redis-benchmark CPU",
             "Reads per command",
             "Server CPU per command, µs",
+            "I/O threads' CPU",
+            "I/O threads with a job (Valkey's count)",
         ],
         rows,
     )
+
+
+def share(values: list | None) -> str:
+    """The median of per-round shares of wall time, or a dash where nothing was counted."""
+    values = [v for v in values or [] if v is not None]
+    return f"{statistics.median(values):.0%}" if values else "–"
 
 
 # --8<-- [start:model]
@@ -178,6 +230,18 @@ def io_summary(runs: dict) -> dict:
                 out[f"{name}_io2_p{depth}_c{clients}_bench_cpu"] = quantity(
                     100 * statistics.median(two.params["bench_cpu"]), "%"
                 )
+                for key in ("io_thread_cpu", "io_thread_active"):  # the I/O threads alone, with io-threads 2
+                    values = [v for v in two.params.get(key, []) if v is not None]
+                    if values:
+                        out[f"{name}_io2_p{depth}_c{clients}_{key}"] = quantity(100 * statistics.median(values), "%")
+        settings = next(
+            (m.params.get("settings") for (n, md, _, _), m in runs.items() if n == name and md != "io-threads 1"), None
+        )
+        for setting in IO_SETTINGS[1:] if settings else ():  # as CONFIG GET read them on the io-threads 2 server
+            value = settings.get(setting)
+            out[f"{name}_{setting.replace('-', '_')}"] = quantity(
+                0, "count", value if value is not None else "no such setting"
+            )
         if any(n == name and md == "io-threads 1" for n, md, _, _ in runs):
             a, b = fit_costs(runs, name)
             out[f"{name}_cost_per_cmd_us"] = quantity(a, "us")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import redis
 
 from ...params import Size
 from ...resp import encode
 from ...results import md_table, quantity
-from ...server import EmbeddedRedis, Endpoint, free_port
+from ...server import EmbeddedRedis, Endpoint, delete_lab_keys, free_port
 from ..ch04 import no_retry_client  # a retry would run a pipeline twice
 from .common import PREFIX
 
@@ -16,6 +18,11 @@ BIG_VALUE = 10_000  # bytes per GET reply
 OUTPUT_LIMIT = "normal 256kb 0 0"  # hard limit 256 KiB, no soft limit
 CLIENT_MEMORY_LIMIT = "1mb"
 HUGE_VALUE = 2 * 1024 * 1024  # one SET larger than the 1 MiB limits below
+QUERY_LIMIT = "1mb"  # client-query-buffer-limit for the stalled pipelines
+STALL_SETS = Size(full=40_000, quick=15_000)  # SETs of STALL_VALUE bytes: 2.3 MiB in quick mode, 6 in full
+STALL_VALUE = 100
+STALL_SECONDS = 2  # BLPOP's timeout and CLIENT PAUSE's bound; the cut comes in milliseconds
+STALLS = ("control", "blocked", "paused", "multi")  # what is ahead of the SETs; control: nothing
 LIMIT_COUNTERS = (
     "client_output_buffer_limit_disconnections",
     "client_query_buffer_limit_disconnections",
@@ -115,29 +122,61 @@ def run_huge_request(endpoint: Endpoint, setting: tuple[str, str], size: int) ->
     }
 
 
-def run_many_small(endpoint: Endpoint, n: int) -> dict:
-    """A pipeline of `n` small SETs, several times the 1 MiB query limit in all: the server parses as
-    it reads, so the limit bounds one unparsed request, not a pipeline."""
-    commands = [(f"{PREFIX}small:{i % 100}", "v" * 30) for i in range(n)]
+# --8<-- [start:stalled]
+def stalled_pipeline(r: redis.Redis, stall: str, keys: list[str], value: bytes) -> BaseException | None:
+    """SET every key in one pipeline, behind what stops the server running this connection's commands:
+    a BLPOP that blocks, a CLIENT PAUSE WRITE (see paused()), or a MULTI that queues them."""
+    pipe = r.pipeline(transaction=stall == "multi")  # MULTI first, EXEC last
+    if stall == "blocked":
+        pipe.blpop([PREFIX + "stall:empty"], timeout=STALL_SECONDS)
+    for key in keys:
+        pipe.set(key, value)
+    try:
+        pipe.execute()
+        return None
+    except redis.RedisError as err:
+        return err
+
+
+@contextmanager
+def paused(admin: redis.Redis, stall: str):
+    """CLIENT PAUSE WRITE from another connection for the paused case, bounded, and UNPAUSE after."""
+    if stall == "paused":
+        admin.execute_command("CLIENT", "PAUSE", STALL_SECONDS * 1000, "WRITE")
+    try:
+        yield
+    finally:
+        if stall == "paused":
+            admin.execute_command("CLIENT", "UNPAUSE")
+
+
+# --8<-- [end:stalled]
+
+
+def run_stalled(endpoint: Endpoint, stall: str, n: int) -> dict:
+    """One stalled_pipeline of `n` SETs under the 1 MiB query limit: what the client got, how many
+    keys the server stored, and what it counted."""
+    prefix = f"{PREFIX}stall:{stall}:"
+    keys, value = [f"{prefix}{i}" for i in range(n)], b"v" * STALL_VALUE
     with endpoint.client() as admin:
-        admin.config_set("client-query-buffer-limit", "1mb")
-        err = None
+        delete_lab_keys(admin, prefix + "*")
+        before = limit_counters(admin)
+        admin.config_set("client-query-buffer-limit", QUERY_LIMIT)
         try:
-            with endpoint.client() as r:
-                pipe = r.pipeline(transaction=False)
-                for key, value in commands:
-                    pipe.set(key, value)
-                replies = pipe.execute()
-        except redis.RedisError as e:
-            err, replies = e, []
+            with paused(admin, stall), no_retry_client(endpoint) as r:
+                err = stalled_pipeline(r, stall, keys, value)
         finally:
             admin.config_set(*DEFAULTS["client-query-buffer-limit"])
+        after = limit_counters(admin)
+        stored = delete_lab_keys(admin, prefix + "*")  # what it deletes is what the pipeline stored
     return {
-        "setting": "client-query-buffer-limit 1mb",
-        "commands": n,
+        "stall": stall,
+        "setting": f"client-query-buffer-limit {QUERY_LIMIT}",
+        "sets_sent": n,
+        "request_bytes": sum(len(encode("SET", key, value)) for key in keys),
         "outcome": outcome(err),
-        "replies": len(replies),
-        "request_bytes": sum(len(encode("SET", k, v)) for k, v in commands),
+        "stored": stored,
+        "counters": {k: after[k] - before.get(k, 0) for k in after},
     }
 
 
@@ -146,19 +185,22 @@ def measure_limits(lab, endpoint: Endpoint, pairs: int) -> dict:
         "cut_output": run_cut(endpoint, pairs, ("client-output-buffer-limit", OUTPUT_LIMIT)),
         "cut_maxmemory_clients": run_cut(endpoint, pairs, ("maxmemory-clients", CLIENT_MEMORY_LIMIT)),
         "huge_proto": run_huge_request(endpoint, ("proto-max-bulk-len", "1mb"), HUGE_VALUE),
-        "huge_query": run_huge_request(endpoint, ("client-query-buffer-limit", "1mb"), HUGE_VALUE),
-        "many_small": run_many_small(endpoint, SMALL_SETS),
+        "huge_query": run_huge_request(endpoint, ("client-query-buffer-limit", QUERY_LIMIT), HUGE_VALUE),
     }
-    with endpoint.client() as admin:  # the Java example meets the same output limit
-        admin.config_set("client-output-buffer-limit", OUTPUT_LIMIT)
-        try:
-            out["jedis"] = lab.java("ch06-cut", pairs, 1, 0, BIG_VALUE, target=endpoint).facts
-        finally:
-            admin.config_set(*DEFAULTS["client-output-buffer-limit"])
+    sets = lab.size(STALL_SETS)
+    out["stalled"] = {stall: run_stalled(endpoint, stall, sets) for stall in STALLS}
+    # The Java example meets the same limits: the output one, then (its second form) the query one.
+    for setting, args, name in (
+        (("client-output-buffer-limit", OUTPUT_LIMIT), (pairs, 1, 0, BIG_VALUE), "jedis"),
+        (("client-query-buffer-limit", QUERY_LIMIT), (sets, 1, 0, STALL_VALUE, STALL_SECONDS), "jedis_stalled"),
+    ):
+        with endpoint.client() as admin:
+            admin.config_set(*setting)
+            try:
+                out[name] = lab.java("ch06-cut", *args, target=endpoint).facts
+            finally:
+                admin.config_set(*DEFAULTS[setting[0]])
     return out
-
-
-SMALL_SETS = 100_000
 
 
 def limits_table(limits: dict) -> str:
@@ -199,21 +241,68 @@ def limits_table(limits: dict) -> str:
                 _counters(row["counters"]),
             ]
         )
-    small = limits["many_small"]
-    rows.append(
-        [
-            f"pipeline of {small['commands']:,} small SETs ({small['request_bytes'] / 2**20:.1f} MiB)",
-            f"`{small['setting']}`",
-            f"{small['replies']:,} replies",
-            small["outcome"],
-            "–",
-        ]
+    return (
+        md_table(
+            [
+                "What was sent",
+                "Limit (on the chapter's own server)",
+                "Commands",
+                "What the client got",
+                "Server counters (change)",
+            ],
+            rows,
+        )
+        + "\n\n"
+        + stalled_table(limits)
     )
+
+
+STALL_LABELS = {
+    "control": "nothing (control)",
+    "blocked": "a BLPOP that blocks",
+    "paused": "CLIENT PAUSE WRITE",
+    "multi": "MULTI (commands queued)",
+}
+QBUF = "client_query_buffer_limit_disconnections"
+
+
+def stalled_rows(limits: dict) -> dict:
+    """{client: {stall: row}} for redis-py and Jedis alike (the Java example reports flat facts)."""
+    out = {"redis-py": limits["stalled"]}
+    facts = limits.get("jedis_stalled")
+    if facts:
+        out["Jedis"] = {
+            stall: {
+                "sets_sent": facts["sets_sent"],
+                "outcome": facts[f"{stall}_outcome"],
+                "stored": facts[f"{stall}_stored"],
+                "counters": {QBUF: facts[f"{stall}_qbuf_disconnections"]},
+            }
+            for stall in STALLS
+        }
+    return out
+
+
+def stalled_table(limits: dict) -> str:
+    rows = []
+    for stall in STALLS:
+        for client, by_stall in stalled_rows(limits).items():
+            row = by_stall[stall]
+            rows.append(
+                [
+                    STALL_LABELS[stall],
+                    client,
+                    f"{row['stored']:,} of {row['sets_sent']:,}",
+                    row["outcome"],
+                    _counters(row["counters"]),
+                ]
+            )
+    mib = limits["stalled"]["control"]["request_bytes"] / 2**20
     return md_table(
         [
-            "What was sent",
-            "Limit (on the chapter's own server)",
-            "Commands",
+            f"Ahead of {mib:.1f} MiB of SETs (`client-query-buffer-limit {QUERY_LIMIT}`)",
+            "Client",
+            "Keys stored",
             "What the client got",
             "Server counters (change)",
         ],
@@ -240,9 +329,15 @@ def limits_summary(limits: dict) -> dict:
         "query_disconnections": quantity(
             limits["huge_query"]["counters"].get("client_query_buffer_limit_disconnections"), "count"
         ),
-        "small_mib": quantity(limits["many_small"]["request_bytes"] / 2**20, "num"),
-        "small_outcome": quantity(0, "count", limits["many_small"]["outcome"]),
+        "stall_sets": quantity(limits["stalled"]["control"]["sets_sent"], "count"),
+        "stall_mib": quantity(limits["stalled"]["control"]["request_bytes"] / 2**20, "num"),
     }
+    for client, by_stall in stalled_rows(limits).items():
+        short = "py" if client == "redis-py" else "jedis"
+        for stall, row in by_stall.items():
+            out[f"{short}_{stall}_outcome"] = quantity(0, "count", row["outcome"])
+            out[f"{short}_{stall}_stored"] = quantity(row["stored"], "count")
+            out[f"{short}_{stall}_qbuf"] = quantity(row["counters"].get(QBUF), "count")
     jedis = limits.get("jedis")
     if jedis:
         out["jedis_ran"] = quantity(2 * jedis["incr_ran"], "count")

@@ -51,12 +51,14 @@ def running(names: dict[str, tuple[str, dict | None]], args: list[str] = (), cpu
 
 
 def server_facts(server: EmbeddedRedis) -> dict:
-    """Name, version, allocator and io-threads as the server reports them. INFO names the allocator
-    the binary was built with, so a preloaded one is read from the process's memory map."""
+    """Name, version, allocator and io-threads as the server reports them (and Redis 6.2's
+    io-threads-do-reads, which its threads also need for reads). INFO names the allocator the binary
+    was built with, so a preloaded one is read from the process's memory map."""
     with server.endpoint.client() as r:
         info = r.info("server")
         allocator = r.info("memory").get("mem_allocator")
         io_threads = int(r.config_get("io-threads").get("io-threads", 1))
+        do_reads = r.config_get("io-threads-do-reads").get("io-threads-do-reads")  # None: no such setting
     with open(f"/proc/{server.proc.pid}/maps") as maps:
         if "libjemalloc" in maps.read() and not allocator.startswith("jemalloc"):
             allocator += ", jemalloc preloaded"
@@ -65,6 +67,7 @@ def server_facts(server: EmbeddedRedis) -> dict:
         "version": info.get("valkey_version") or info["redis_version"],
         "allocator": allocator,
         "io_threads": io_threads,
+        "io_threads_do_reads": do_reads,
         "compiler": compiler(server.binary),
     }
 

@@ -1,8 +1,12 @@
-"""Section 1: redis.asyncio's gather on pools of 1, 10 and 100 connections against one pipeline."""
+"""Section 1: redis.asyncio's gather on pools of 1, 10 and 100 connections against one pipeline, and what
+redis-py 8's default pool of 100 connections does with more callers, sync and async."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import redis
 import redis.asyncio
@@ -18,6 +22,8 @@ GATHER_N = Size(full=1_000, quick=200)  # commands per call
 GATHER_RTTS = (0, 1)  # ms injected by toxiproxy; 1 ms only where it runs
 POOLS = (1, 10, 100)  # max_connections of the pool the gathered coroutines share; 100 is the default
 DEFAULT_POOL_N = 1_000  # coroutines gathered on a default client: more than its pool's 100 connections
+POOL_CAP_THREADS = 101  # threads on one default sync client: one more than its pool's 100 connections
+POOL_HOLD_S = 0.5  # each thread's BLPOP keeps its connection this long, so all 101 want one at once
 
 
 # --8<-- [start:gather]
@@ -49,21 +55,79 @@ def gather_client(endpoint: Endpoint, connections: int) -> redis.asyncio.Redis:
 # --8<-- [end:gather]
 
 
-def default_pool_outcome(endpoint: Endpoint, n: int) -> str:
+# --8<-- [start:pool_cap]
+def count_pool_requests(client) -> list[int]:
+    """Counts the client's calls to its pool's get_connection: were a refusal retried, the retry
+    would ask the pool again."""
+    pool, asked = client.connection_pool, [0]
+    take = pool.get_connection
+
+    def counted(*args, **kwargs):
+        asked[0] += 1
+        return take(*args, **kwargs)  # for redis.asyncio, the coroutine its caller awaits
+
+    pool.get_connection = counted
+    return asked
+
+
+def threads_past_the_pool(endpoint: Endpoint, threads: int, hold_s: float) -> dict:
+    """`threads` threads on one default sync client, each blocking its connection for hold_s."""
+    r = endpoint.client()  # redis.Redis() as it comes: in redis-py 8, a pool of at most 100 connections
+    asked, start = count_pool_requests(r), threading.Barrier(threads)
+
+    def one(_):
+        start.wait()
+        began = time.perf_counter()
+        try:
+            r.blpop([f"{PREFIX}pool:never"], timeout=hold_s)
+        except redis.RedisError as err:
+            return err, time.perf_counter() - began
+
+    with ThreadPoolExecutor(threads) as workers:
+        failures = [f for f in workers.map(one, range(threads)) if f]
+    opened = r.connection_pool._created_connections
+    r.close()
+    return pool_outcome(threads, failures, asked[0], opened, r.get_retry())
+
+
+# --8<-- [end:pool_cap]
+
+
+def pool_outcome(n: int, failures: list, asked: int, opened: int, retry) -> dict:
+    errors = [err for err, _ in failures]
+    first = errors[0] if errors else None
+    return {
+        "n": n,
+        "failed": len(errors),
+        "outcome": f"{len(errors):,} of {n:,} failed with {type(first).__name__}: {first}" if first else "completed",
+        "is_connection_error": all(isinstance(e, redis.ConnectionError) for e in errors) and bool(errors),
+        "pool_requests": asked,  # n when no command asked twice
+        "connections": opened,
+        "default_retries": retry.get_retries() if retry else 0,  # what the client's Retry would allow
+        "failed_after_ms": 1000 * max((s for _, s in failures), default=0.0),
+    }
+
+
+def default_pool_outcome(endpoint: Endpoint, n: int) -> dict:
     """What gather does with more coroutines than the default pool's 100 connections."""
 
     async def attempt():
         r = endpoint.async_client()
+        asked = count_pool_requests(r)
+
+        async def timed(i):
+            began = time.perf_counter()
+            try:
+                await r.incr(f"{PREFIX}gather:default:{i}")
+            except redis.RedisError as err:
+                return err, time.perf_counter() - began
+
         try:
-            done = await asyncio.gather(
-                *(r.incr(f"{PREFIX}gather:default:{i}") for i in range(n)), return_exceptions=True
-            )
+            failures = [f for f in await asyncio.gather(*(timed(i) for i in range(n))) if f]
+            opened = len(r.connection_pool._available_connections) + len(r.connection_pool._in_use_connections)
         finally:
             await r.aclose()
-        failed = [e for e in done if isinstance(e, BaseException)]
-        return (
-            f"{len(failed):,} of {n:,} failed with {type(failed[0]).__name__}: {failed[0]}" if failed else "completed"
-        )
+        return pool_outcome(n, failures, asked[0], opened, r.get_retry())
 
     with LoopThread() as loop:
         return loop.run(attempt())
@@ -120,12 +184,19 @@ def gather_tag(mode: str) -> str:
     ) or f"pool{mode.rsplit(' ', 1)[1]}"
 
 
-def gather_summary(runs: dict[tuple[float, str], Measurement], default_outcome: str, n: int, default_n: int) -> dict:
-    out = {
-        "n": quantity(n, "count"),
-        "default_n": quantity(default_n, "count"),
-        "default_pool": quantity(0, "count", default_outcome),
-    }
+def gather_summary(runs: dict[tuple[float, str], Measurement], pools: dict, n: int, default_n: int) -> dict:
+    """pools: {"default": default_pool_outcome(...), "sync": threads_past_the_pool(...)}."""
+    out = {"n": quantity(n, "count"), "default_n": quantity(default_n, "count")}
+    for prefix, row in pools.items():
+        out[f"{prefix}_pool"] = quantity(0, "count", row["outcome"])
+        out[f"{prefix}_pool_failed"] = quantity(row["failed"], "count")
+        out[f"{prefix}_pool_requests_per_cmd"] = quantity(
+            row["pool_requests"] / row["n"], "num", f"{row['pool_requests'] / row['n']:.2f}"
+        )
+        out[f"{prefix}_pool_failed_ms"] = quantity(row["failed_after_ms"], "ms")
+        out[f"{prefix}_pool_retries"] = quantity(row["default_retries"], "count")
+        out[f"{prefix}_pool_connections"] = quantity(row["connections"], "count")
+    out["sync_threads"] = quantity(pools["sync"]["n"], "count")
     for (rtt, mode), m in runs.items():
         tag = f"rtt{rtt:g}_{gather_tag(mode)}"
         out[f"{tag}_ops"] = rate_figure(m)

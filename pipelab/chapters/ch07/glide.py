@@ -1,9 +1,11 @@
-"""Section 3: Valkey GLIDE (Python): gather on one multiplexed client, Batch, raise_on_error, the default timeout, ClusterBatch."""
+"""Section 3: Valkey GLIDE (Python): gather on one multiplexed client and its cap on requests in flight, Batch,
+raise_on_error, the default timeout, ClusterBatch."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 import redis
@@ -35,6 +37,8 @@ GLIDE_SADD_N = Size(full=100_000, quick=10_000)
 GLIDE_TIMEOUT_N = (100_000, 400_000)  # batches sent under the default 250 ms request timeout
 GLIDE_CLUSTER_SETS = 300  # small enough that each master reads its share in one read
 GLIDE_CLUSTER_CALLS = Size(full=20, quick=5)
+GLIDE_INFLIGHT_N = (1_001, 10_000)  # requests gathered on one client: just past, and far past, the core's 1,000
+GLIDE_HOLD_S = 1.0  # the BLPOP that keeps every request behind it in flight: longer than gathering 10,000 takes
 
 
 def glide_connection(endpoint: Endpoint, advanced=AdvancedGlideClientConfiguration) -> dict:
@@ -86,6 +90,24 @@ async def glide_batch_with_error(client, key: str, counter: str, raise_on_error:
 # --8<-- [end:glide]
 
 
+# --8<-- [start:inflight]
+async def glide_gather_outcome(client, n: int, hold_s: float = 0) -> dict:
+    """n requests gathered on one client, and how many the client refused. With hold_s, the first
+    is a BLPOP that blocks the connection for hold_s: nothing behind it is answered before it, so
+    every request stays in flight, as behind any slow command or a stalled network."""
+    held = []
+    if hold_s:
+        held.append(asyncio.ensure_future(client.blpop([f"{PREFIX}glide:never"], hold_s)))
+        await asyncio.sleep(0.05)  # the BLPOP reaches the server before the rest are issued
+    incrs = (client.incr(f"{PREFIX}glide:inflight:{i % 100}") for i in range(n - len(held)))
+    done = await asyncio.gather(*held, *incrs, return_exceptions=True)
+    failed = [e for e in done if isinstance(e, Exception)]
+    return {"n": n, "failed": len(failed), "error": f"{type(failed[0]).__name__}: {failed[0]}" if failed else ""}
+
+
+# --8<-- [end:inflight]
+
+
 def glide_connections(r: redis.Redis) -> int:
     return sum(1 for c in r.client_list() if str(c.get("lib-name", "")).startswith("Glide"))
 
@@ -117,9 +139,32 @@ def measure_glide_gather(endpoint: Endpoint, rtt_ms: float, n: int, repeat: int)
 
 def measure_glide(lab, n: int, repeat: int) -> dict:
     """GLIDE's Batch on one server: n SADDs non-atomic and atomic (with the MULTI/EXEC the server
-    saw), what the default request timeout does to the batch, and one WRONGTYPE inside a batch."""
+    saw), what the default request timeout does to the batch, and one WRONGTYPE inside a batch;
+    then the core's cap on requests in flight, and the version of the package that ran."""
     with LoopThread() as loop:
-        return glide_batches(lab, loop, [f"{PREFIX}glide:sadd:{i}" for i in range(n)], repeat)
+        out = glide_batches(lab, loop, [f"{PREFIX}glide:sadd:{i}" for i in range(n)], repeat)
+        out["inflight"] = glide_inflight(lab, loop, GLIDE_INFLIGHT_N, GLIDE_HOLD_S)
+    out["glide_version"] = version("valkey-glide")
+    return out
+
+
+def glide_inflight(lab, loop: LoopThread, sizes: tuple[int, ...], hold_s: float) -> dict:
+    """Gathers of each size on a default client, as they come and behind a BLPOP of hold_s; the
+    largest again behind the BLPOP with inflight_requests_limit raised to its size."""
+    # The requests behind the BLPOP wait for it: a request timeout longer than hold_s keeps them.
+    waiting = {"request_timeout": int(hold_s * 1000) + 10_000}
+    cases = [(f"free_{n}", n, 0, {}) for n in sizes] + [(f"held_{n}", n, hold_s, waiting) for n in sizes]
+    cases.append((f"raised_{sizes[-1]}", sizes[-1], hold_s, {**waiting, "inflight_requests_limit": sizes[-1]}))
+    out = {}
+    for tag, n, hold, config in cases:
+        client = loop.run(glide_client(lab.endpoint, **config))
+        try:
+            out[tag] = loop.run(glide_gather_outcome(client, n, hold))
+        finally:
+            loop.run(client.close())
+    with lab.client() as r:
+        r.delete(*{f"{PREFIX}glide:inflight:{i % 100}" for i in range(max(sizes))})
+    return out
 
 
 def glide_batches(lab, loop: LoopThread, keys: list[str], repeat: int) -> dict:
@@ -273,6 +318,15 @@ def glide_table(glide: dict, cluster: dict) -> str:
     per_master = " / ".join(f"{m['set']:.0f} SETs in {m['reads']:.1f} reads" for m in cluster["per_master"])
     rows.append([f"ClusterBatch(non-atomic), {cluster['sets']} SETs across slots, per call", "completed", per_master])
     rows.append([f"ClusterBatch(atomic), the same {cluster['sets']} SETs", cluster["atomic_across_slots"], "–"])
+    for tag, row in glide["inflight"].items():
+        how = {"free": "as they come", "held": f"behind a {GLIDE_HOLD_S:g} s BLPOP", "raised": "the same, limit raised"}
+        rows.append(
+            [
+                f"{row['n']:,} requests gathered on one client, {how[tag.split('_')[0]]}",
+                f"{row['failed']:,} refused" + (f": {row['error']}" if row["error"] else ""),
+                "–",
+            ]
+        )
     return md_table(["GLIDE", "Outcome", "What the server saw"], rows)
 
 
@@ -295,6 +349,8 @@ def glide_summary(glide: dict, cluster: dict) -> dict:
         "cluster_reads_max": quantity(max(reads), "num", f"{max(reads):.1f}"),
         "cluster_sets_per_master": quantity(0, "count", " / ".join(f"{m['set']:.0f}" for m in cluster["per_master"])),
         "cluster_atomic": quantity(0, "count", cluster["atomic_across_slots"]),
+        "glide_version": quantity(0, "count", glide["glide_version"]),
+        **inflight_summary(glide["inflight"]),
         **{
             f"timeout_{big}{suffix}": quantity(*value)
             for big in GLIDE_TIMEOUT_N
@@ -305,3 +361,14 @@ def glide_summary(glide: dict, cluster: dict) -> dict:
             )
         },
     }
+
+
+def inflight_summary(inflight: dict) -> dict:
+    """Per gather, the requests refused; the error of the largest held one; what the cap admitted."""
+    top = max(row["n"] for row in inflight.values())
+    held = inflight[f"held_{top}"]
+    out = {f"inflight_{tag}_failed": quantity(row["failed"], "count") for tag, row in inflight.items()}
+    out["inflight_error"] = quantity(0, "count", held["error"] or "none")
+    out["inflight_admitted"] = quantity(top - held["failed"], "count")
+    out["inflight_hold_s"] = quantity(GLIDE_HOLD_S, "s", f"{GLIDE_HOLD_S:g} s")
+    return out

@@ -66,6 +66,8 @@ def glide_java_summary(run) -> dict:
         "cluster_reads_max": quantity(max(f[f"cluster_master{i}_reads"] for i in range(f["cluster_masters"])), "num"),
         "cluster_connections": quantity(f["cluster_connections"], "count"),
         "cluster_atomic": quantity(0, "count", f["cluster_atomic_outcome"]),
+        # From the jar the JVM loaded (its manifest or pom.properties), else the version the DEPS line pins.
+        "glide_version": quantity(0, "count", run.clients.get("valkey-glide", "unknown")),
     }
     for t in MUX_THREADS:
         out[f"t{t}_ops"] = rate_figure(ms[f"glide_t{t}"])

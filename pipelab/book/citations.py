@@ -1,0 +1,154 @@
+"""The chapters' Sources lists: every internals claim carries a footnote, and every footnote points at
+upstream source at the version the book pins (or names the server command that shows it).
+
+A link into a repository must use the tag of the version the lab installs: the lock for Python
+packages, the //DEPS lines for Java, and the servers the reference run measured. A newer pin then
+fails this check until someone re-reads the cited line, which is how a Sources list stays true.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import paths
+from ..proxy import TOXIPROXY_VERSION
+
+HEADING = "## Sources"
+_REFERENCE = re.compile(r"\[\^([A-Za-z0-9_-]+)\](?!:)")
+_DEFINITION = re.compile(r"^\[\^([A-Za-z0-9_-]+)\]:\s*(.*)$")
+_GITHUB = re.compile(r"https://github\.com/([\w.-]+/[\w.-]+)/(blob|tree|pull|issues|commit)/([^/\s)#]+)")
+# A definition without a pinned link must name the command that shows the fact on a server.
+_SERVER_COMMAND = re.compile(r"`(INFO|CONFIG GET|CONFIG SET|CLIENT|DEBUG|OBJECT|MEMORY|COMMAND|HELLO|ACL)\b[^`]*`")
+
+# repository -> (where its pin comes from, the package there, how its tags are spelled)
+_TAGS = {
+    "redis/redis-py": [("lock", "redis", "v{}")],
+    "redis/hiredis-py": [("lock", "hiredis", "v{}")],
+    "valkey-io/valkey-glide": [("lock", "valkey-glide", "v{}"), ("deps", "io.valkey:valkey-glide", "v{}")],
+    "redis/jedis": [("deps", "redis.clients:jedis", "v{}")],
+    "redis/lettuce": [("deps", "io.lettuce:lettuce-core", "{}")],
+    "redisson/redisson": [("deps", "org.redisson:redisson", "redisson-{}")],
+    "spring-projects/spring-data-redis": [("deps", "org.springframework.data:spring-data-redis", "{}")],
+    "apache/commons-pool": [("deps", "org.apache.commons:commons-pool2", "rel/commons-pool-{}")],
+    "redis/redis": [("server", "redis", "{}")],
+    "valkey-io/valkey": [("server", "valkey", "{}")],
+    "Shopify/toxiproxy": [("toxiproxy", "", "{}")],
+}
+
+
+def _locked() -> dict[str, str]:
+    lock = tomllib.loads((paths.REPO / "uv.lock").read_text())
+    return {p["name"]: p["version"] for p in lock.get("package", []) if "version" in p}
+
+
+def _deps() -> dict[str, set[str]]:
+    """group:artifact -> its versions, from every //DEPS line of the Java examples."""
+    found: dict[str, set[str]] = {}
+    for path in (paths.REPO / "java-examples").rglob("*.java"):
+        for group, artifact, version in re.findall(r"^//DEPS\s+([\w.-]+):([\w.-]+):([\w.-]+)", path.read_text(), re.M):
+            found.setdefault(f"{group}:{artifact}", set()).add(version)
+    return found
+
+
+def _servers() -> dict[str, set[str]]:
+    """Server family -> the versions the reference run measured (chapter 6 starts every build)."""
+    ceiling = paths.reference_dir() / "ch06" / "ceiling.json"
+    servers = json.loads(ceiling.read_text())["params"]["servers"] if ceiling.exists() else {}
+    found: dict[str, set[str]] = {}
+    for name, facts in servers.items():
+        found.setdefault("valkey" if name.startswith("valkey") else "redis", set()).add(facts["version"])
+    return found
+
+
+def pinned_tags() -> dict[str, set[str]]:
+    """Repository -> the tags a Sources link into it may use."""
+    locked, deps, servers = _locked(), _deps(), _servers()
+    tags: dict[str, set[str]] = {}
+    for repo, pins in _TAGS.items():
+        for where, name, spelling in pins:
+            if where == "lock":
+                versions = {locked[name]} if name in locked else set()
+            elif where == "deps":
+                versions = deps.get(name, set())
+            elif where == "server":
+                versions = servers.get(name, set())
+            else:
+                versions = {TOXIPROXY_VERSION}
+            tags.setdefault(repo, set()).update(spelling.format(v) for v in versions)
+    return tags
+
+
+@dataclass(frozen=True)
+class Footnote:
+    name: str
+    text: str
+
+
+def footnotes(markdown: str) -> tuple[list[str], list[Footnote], list[str]]:
+    """The footnote names the prose uses (in order), the definitions, and the headings of level 2."""
+    used: list[str] = []
+    defined: list[Footnote] = []
+    headings: list[str] = []
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("## "):
+            headings.append(line.strip())
+        match = _DEFINITION.match(line)
+        if match:
+            text = [match.group(2)]
+            while i + 1 < len(lines) and lines[i + 1].startswith("    "):
+                i += 1
+                text.append(lines[i].strip())
+            defined.append(Footnote(match.group(1), " ".join(text)))
+        else:
+            used.extend(_REFERENCE.findall(line))
+        i += 1
+    return used, defined, headings
+
+
+def problems(path: Path, tags: dict[str, set[str]] | None = None) -> list[str]:
+    """What is wrong with one chapter's Sources, one sentence each ("file: what")."""
+    tags = pinned_tags() if tags is None else tags
+    used, defined, headings = footnotes(path.read_text())
+    name = path.name
+    found: list[str] = []
+    if not headings or headings[-1] != HEADING:
+        found.append(f"{name}: the chapter must end with a '{HEADING}' section")
+    names = [f.name for f in defined]
+    found += [f"{name}: [^{n}] is defined twice" for n in sorted({n for n in names if names.count(n) > 1})]
+    found += [
+        f"{name}: the claim marked [^{n}] has no entry under Sources" for n in dict.fromkeys(used) if n not in names
+    ]
+    found += [f"{name}: the Sources entry [^{n}] is cited by no claim" for n in names if n not in used]
+    first = [n for n in dict.fromkeys(used) if n in names]
+    if not found and names != first:  # Markdown numbers notes as they are listed
+        found.append(f"{name}: the Sources entries are not in the order their claims come (first: {first[0]})")
+    for note in defined:
+        links = _GITHUB.findall(note.text)
+        pinned = False
+        for repo, kind, ref in links:
+            if kind not in ("blob", "tree"):
+                continue
+            if repo not in tags:
+                found.append(f"{name}: [^{note.name}] links into {repo}, which the book does not pin")
+            elif not any(f"/{kind}/{tag}/" in note.text for tag in tags[repo]):
+                found.append(
+                    f"{name}: [^{note.name}] links {repo} at {ref}, not at the pinned {', '.join(sorted(tags[repo]))}"
+                )
+            else:
+                pinned = True
+        if not pinned and not _SERVER_COMMAND.search(note.text):
+            found.append(
+                f"{name}: [^{note.name}] names neither source at a pinned tag nor a server command that shows it"
+            )
+    return found
+
+
+def chapter_pages() -> list[Path]:
+    return sorted((paths.REPO / "site" / "chapters").glob("[0-9][0-9]-*.md"))

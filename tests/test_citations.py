@@ -1,0 +1,82 @@
+"""Every chapter's Sources list: each internals claim marked in the prose has an entry, and each entry
+points at upstream source at the version the lab pins, or names the server command that shows it."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+
+import pytest
+
+from pipelab.book import citations
+from pipelab.paths import REPO
+
+PAGES = citations.chapter_pages()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
+def test_every_marked_claim_has_a_pinned_source(page):
+    assert citations.problems(page) == []
+
+
+def test_the_chapters_on_internals_cite_their_claims():
+    # chapters 6-8 were checked claim by claim against the pinned sources (issue 27)
+    for page in PAGES:
+        if page.name[:2] in ("06", "07", "08"):
+            used, defined, _ = citations.footnotes(page.read_text())
+            assert len(defined) >= 8, f"{page.name} has only {len(defined)} sources"
+
+
+def test_the_pins_are_the_ones_the_lab_installs():
+    tags = citations.pinned_tags()
+    assert tags["redis/redis-py"] == {f"v{importlib.metadata.version('redis')}"}
+    jedis = {
+        m
+        for path in (REPO / "java-examples").rglob("*.java")
+        for m in re.findall(r"^//DEPS redis\.clients:jedis:(\S+)", path.read_text(), re.M)
+    }
+    assert len(jedis) == 1, f"the examples pin one Jedis, not {jedis}"
+    assert tags["redis/jedis"] == {f"v{v}" for v in jedis}
+    assert any(tag.startswith("8.") for tag in tags["redis/redis"]), tags["redis/redis"]
+    assert len(tags["valkey-io/valkey-glide"]) == 2, "the Python and the Java GLIDE are different releases"
+
+
+CHAPTER = """# A chapter
+
+Jedis flushes a full buffer.[^flush] Lettuce queues.[^queue] A server counts it.[^counter]
+A claim with no entry.[^missing]
+
+## Sources
+
+[^flush]: `RedisOutputStream.flushBuffer` in
+    [RedisOutputStream.java](https://github.com/redis/jedis/blob/v1.0.0/src/main/java/RedisOutputStream.java#L10).
+
+[^queue]: a sentence with no link and no command.
+
+[^counter]: on the server: `INFO stats`.
+
+[^unused]: [redis.c](https://github.com/someone/else/blob/main/redis.c).
+"""
+
+
+def test_the_check_names_each_kind_of_gap(tmp_path):
+    page = tmp_path / "09-made-up.md"
+    page.write_text(CHAPTER)
+    tags = {"redis/jedis": {"v8.0.2"}}
+    found = citations.problems(page, tags)
+    assert any("[^missing] has no entry" in p for p in found), found
+    assert any("[^flush] links redis/jedis at v1.0.0, not at the pinned v8.0.2" in p for p in found), found
+    assert any("[^queue] names neither" in p for p in found), found
+    assert any("[^unused] is cited by no claim" in p for p in found), found
+    assert any("someone/else, which the book does not pin" in p for p in found), found
+    assert not any("[^counter]" in p for p in found), "a server command is a source"
+    page.write_text(CHAPTER.replace("## Sources", "## Sources\n\n## After"))
+    assert any("must end with a '## Sources' section" in p for p in citations.problems(page, tags))
+
+
+def test_the_entries_come_in_the_order_of_their_claims(tmp_path):
+    page = tmp_path / "09-made-up.md"
+    page.write_text("# A\n\nFirst.[^b] Second.[^a]\n\n## Sources\n\n[^a]: `INFO stats`.\n\n[^b]: `INFO server`.\n")
+    assert citations.problems(page, {}) == [
+        "09-made-up.md: the Sources entries are not in the order their claims come (first: b)"
+    ]
