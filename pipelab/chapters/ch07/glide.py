@@ -38,7 +38,7 @@ GLIDE_TIMEOUT_N = (100_000, 400_000)  # batches sent under the default 250 ms re
 GLIDE_CLUSTER_SETS = 300  # small enough that each master reads its share in one read
 GLIDE_CLUSTER_CALLS = Size(full=20, quick=5)
 GLIDE_INFLIGHT_N = (1_001, 10_000)  # requests gathered on one client: just past, and far past, the core's 1,000
-GLIDE_HOLD_S = 1.0  # the BLPOP that keeps every request behind it in flight: longer than gathering 10,000 takes
+GLIDE_HOLD_S = 2.0  # the BLPOP that keeps every request behind it in flight: longer than gathering 10,000 takes, with room for a busy machine
 
 
 def glide_connection(endpoint: Endpoint, advanced=AdvancedGlideClientConfiguration) -> dict:
