@@ -35,8 +35,8 @@ UV := build/uv/bin/uv
 UV_SYNC := UV_PROJECT_ENVIRONMENT=$(VENV) UV_PYTHON_DOWNLOADS=never $(UV) sync --frozen --quiet --python $(PYTHON)
 
 $(UV):
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11, 5))' 2>/dev/null \
-	  || { echo "make: the book needs Python 3.11.5 or newer as '$(PYTHON)'; install it, or run: make PYTHON=python3.12 $(MAKECMDGOALS)"; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+	  || { echo "make: the book needs Python 3.11 or newer as '$(PYTHON)'; install it, or run: make PYTHON=python3.12 $(MAKECMDGOALS)"; exit 1; }
 	@$(PYTHON) -m venv build/uv \
 	  || { echo "make: '$(PYTHON) -m venv' failed; install your distribution's venv package (e.g. apt-get install python3-venv)"; exit 1; }
 	build/uv/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)

@@ -20,7 +20,7 @@ import redis
 from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
-from . import placement
+from . import host, placement
 from .errors import LabError
 from .server import (
     PREFIX,
@@ -98,8 +98,8 @@ def slot_map(client: redis.Redis) -> dict[int, str]:
 def ephemeral_low() -> int:
     """The first port the kernel hands out to outgoing connections (Linux's ip_local_port_range)."""
     try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
+        return host.ephemeral_low()
+    except (OSError, ValueError, IndexError, host.Unavailable):
         return 32_768  # Linux's default; other systems start higher
 
 

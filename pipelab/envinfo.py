@@ -13,6 +13,7 @@ from pathlib import Path
 import redis
 from redis.utils import HIREDIS_AVAILABLE
 
+from . import host
 from .paths import REPO
 
 
@@ -25,13 +26,9 @@ def _version(dist: str) -> str | None:
 
 def cpu_model() -> str:
     try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+        return host.cpu_model()
+    except (OSError, host.Unavailable):
+        return platform.processor() or "unknown"
 
 
 def lock_sha256() -> str | None:

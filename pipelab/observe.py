@@ -3,7 +3,6 @@ system calls (strace), the reply buffer, and redis-benchmark as the server's own
 
 from __future__ import annotations
 
-import os
 import re
 import resource
 import shutil
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 
 import redis
 
+from . import host
 from .server import Endpoint
 
 COUNTERS = (
@@ -86,21 +86,12 @@ def local_server_pid(client: redis.Redis) -> int | None:
     """The server's pid if it runs on this machine (not in a container or elsewhere)."""
     pid = client.info("server").get("process_id")
     try:
-        with open(f"/proc/{pid}/comm") as comm:
-            return int(pid) if comm.read().startswith(("redis-server", "valkey-server")) else None
-    except (OSError, TypeError, ValueError):
+        return int(pid) if host.process_name(pid).startswith(("redis-server", "valkey-server")) else None
+    except (OSError, TypeError, ValueError, host.Unavailable):  # Unavailable: no /proc to tell by
         return None
 
 
-def context_switches(pid: int | str = "self") -> dict:
-    """Voluntary switches (the process blocked, e.g. in read) and involuntary ones (preempted)."""
-    out = {}
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if "ctxt_switches" in line:
-                name, value = line.split(":")
-                out[name.strip()] = int(value)
-    return out
+context_switches = host.context_switches
 
 
 # --- strace ---------------------------------------------------------------------------------
@@ -127,8 +118,10 @@ def parse_strace_summary(text: str) -> dict[str, int]:
 def strace_count(pid: int, *, all_threads: bool = True, only: str | None = None):
     """Count the system calls of `pid` while the block runs: all its threads, or its main thread only
     (a notebook kernel's other threads talk to Jupyter, not to Redis); `only` is strace's -e trace=."""
-    if not shutil.which("strace"):
-        raise StraceUnavailable("strace is not installed (apt-get install strace)")
+    try:
+        host.strace()
+    except host.Unavailable as err:
+        raise StraceUnavailable(str(err)) from None
     argv = (
         ["strace", "-c", "-p", str(pid)] + (["-f"] if all_threads else []) + (["-e", f"trace={only}"] if only else [])
     )
@@ -243,7 +236,7 @@ def run_benchmark(
         capture_output=True,
         text=True,
         timeout=600,
-        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+        preexec_fn=host.before_exec(cpus),
     )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

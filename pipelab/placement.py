@@ -4,7 +4,8 @@ Left to the scheduler, a ping-pong between client and server sometimes shares on
 of an idle CPU per reply) and sometimes not, and the same 10,000 PINGs took 160 ms or 570 ms on
 this book's 2-core VM. So the lab places them: the embedded server on the last CPU it may use, the
 notebook's kernel, its JVMs, redis-benchmark and toxiproxy (children inherit the mask) on the rest.
-With a single CPU, or PIPELAB_PLACEMENT=off, nothing is pinned, and the results say so.
+With a single CPU, or PIPELAB_PLACEMENT=off, nothing is pinned, and the results say so; where the
+system cannot pin (pipelab.host: macOS), nothing is pinned either, and the lab says why in one line.
 
 Where a CPU waits also matters: an idle vCPU that halts takes tens of microseconds, and a varying
 time, to wake for the next reply. So, where the user may, the lab asks the kernel to keep idle CPUs
@@ -15,9 +16,14 @@ and lets go when the process ends. PIPELAB_CPU_IDLE=default leaves the kernel's 
 from __future__ import annotations
 
 import os
-import struct
+import sys
 
-_ALLOWED = sorted(os.sched_getaffinity(0))  # read at import, before pin_clients narrows this process
+from . import host
+
+try:
+    _ALLOWED = sorted(host.allowed_cpus())  # read at import, before pin_clients narrows this process
+except host.Unavailable:
+    _ALLOWED = list(range(os.cpu_count() or 1))  # nothing is pinned: every CPU
 
 
 def usable_cpus() -> list[int]:
@@ -25,8 +31,13 @@ def usable_cpus() -> list[int]:
     return list(_ALLOWED)
 
 
+def unpinnable() -> str | None:
+    """Why this system pins nothing (one sentence), or None where it can pin."""
+    return host.lacks(host.PINNING)
+
+
 def enabled() -> bool:
-    return len(_ALLOWED) >= 2 and os.environ.get("PIPELAB_PLACEMENT", "on") != "off"
+    return len(_ALLOWED) >= 2 and os.environ.get("PIPELAB_PLACEMENT", "on") != "off" and not unpinnable()
 
 
 def server_cpus() -> set[int] | None:
@@ -39,24 +50,18 @@ def client_cpus() -> set[int] | None:
 
 def pin(pid: int, cpus: set[int]) -> None:
     """Every thread of `pid` (a new thread inherits its creator's mask, an old one keeps its own)."""
-    try:
-        tasks = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        tasks = [pid]
-    for task in tasks:
-        try:
-            os.sched_setaffinity(task, cpus)
-        except OSError:  # a thread that ended meanwhile
-            pass
+    host.pin(pid, cpus)
 
 
 def pin_clients() -> None:
-    """This process, and so whatever it starts from now on, onto the clients' CPUs."""
+    """This process, and so whatever it starts from now on, onto the clients' CPUs, or says why not."""
     if enabled():
         pin(os.getpid(), client_cpus())
+    elif reason := unpinnable():
+        print(f"pipelab: CPU placement skipped: {reason}; server and clients run unpinned.", file=sys.stderr)
 
 
-QOS_DEVICE = "/dev/cpu_dma_latency"
+QOS_DEVICE = host.QOS_DEVICE
 _QOS: list = []  # the open request: the kernel honours it while the file stays open
 
 
@@ -67,9 +72,8 @@ def keep_cpus_awake() -> bool:
     if os.environ.get("PIPELAB_CPU_IDLE", "poll") != "poll":
         return False
     try:
-        request = open(QOS_DEVICE, "wb", buffering=0)  # held open: closing it ends the request
-        request.write(struct.pack("i", 0))
-    except OSError:  # no such device (macOS), or not root
+        request = host.cpu_latency_request(0)  # held open: closing it ends the request
+    except (OSError, host.Unavailable):  # no such device (macOS), or not root
         return False
     _QOS.append(request)
     return True
@@ -87,17 +91,22 @@ def cpu_idle() -> str:
         return f"polling (PM QoS 0 µs on {QOS_DEVICE})"
     if os.environ.get("PIPELAB_CPU_IDLE", "poll") != "poll":
         return "the kernel's default (PIPELAB_CPU_IDLE=default)"
+    if reason := host.lacks(host.PM_QOS):
+        return f"the system's default: {reason}"
     return f"the kernel's default ({QOS_DEVICE} not writable here)"
 
 
 def describe(server_pid: int | None = None) -> dict:
     """The placement as the results record it: the CPUs each side may use, as they are now."""
 
-    def mask(pid: int) -> list[int]:
-        return sorted(os.sched_getaffinity(pid))
+    reason = unpinnable()
 
+    def mask(pid: int) -> list[int] | None:
+        return None if reason else sorted(host.allowed_cpus(pid))
+
+    unpinned = f"unpinned: {reason}" if reason else "unpinned"
     out = {
-        "policy": "server and clients on separate CPUs" if enabled() else "unpinned",
+        "policy": "server and clients on separate CPUs" if enabled() else unpinned,
         "client_cpus": mask(0),
         "cpu_idle": cpu_idle(),
     }

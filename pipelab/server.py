@@ -6,12 +6,10 @@ foreign keys (unless allowed) and it only ever deletes keys under its own prefix
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import os
 import platform
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -28,7 +26,7 @@ import redis.connection
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from . import placement
+from . import host, placement
 from .errors import LabError
 from .paths import build_dir, env_flag
 from .settings import DEFAULT_PORT
@@ -311,36 +309,12 @@ def _say_once(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def _load_prctl():
-    """libc's prctl, loaded here in the parent: a child of a threaded kernel must not dlopen after fork."""
-    try:
-        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
-    except OSError:
-        return None
-
-
-_PRCTL = _load_prctl()
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to stop the child if the lab is killed outright, so no server is orphaned (one
-    system call through the function loaded above; nothing is imported or allocated after fork)."""
-    _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 def start_process(
     argv: list[str], log_path: Path, cpus: set[int] | None = None, env: dict | None = None
 ) -> subprocess.Popen:
     """Start a server in its own process group (Ctrl-C goes to the lab, which then stops it),
-    pinned to `cpus` if given (its threads inherit the mask)."""
-
-    def before_exec() -> None:
-        if _PRCTL:
-            _die_with_parent()
-        if cpus:
-            os.sched_setaffinity(0, cpus)
-
+    pinned to `cpus` if given (its threads inherit the mask), and stopped if the lab is killed
+    outright, where the system allows each (pipelab.host)."""
     log = open(log_path, "wb")
     try:
         return subprocess.Popen(
@@ -350,7 +324,7 @@ def start_process(
             stdin=subprocess.DEVNULL,
             env=env,
             process_group=0,
-            preexec_fn=before_exec if (_PRCTL or cpus) else None,
+            preexec_fn=host.before_exec(cpus, die_with_parent=True),
         )
     finally:
         log.close()

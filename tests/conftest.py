@@ -179,6 +179,18 @@ def course_env() -> dict:
     return dict(os.environ, PIPELAB_PORT=str(free_port()), PIPELAB_CLUSTER_PORT=str(cluster_port), PIPELAB_PROGRESS="0")
 
 
+def portable_env(build: Path) -> dict:
+    """Chapter 1's book as a reader without Linux's facilities runs it (pipelab.host), on a Redis and
+    toxiproxy of its own, into a build of its own."""
+    return dict(
+        os.environ,
+        PIPELAB_HOST="portable",
+        PIPELAB_BUILD=str(build),
+        PIPELAB_PORT=str(free_port()),
+        PIPELAB_PROGRESS="0",
+    )
+
+
 CONTRADICTED_PAGE = "chapters/01-round-trip-time.md"
 
 
@@ -212,7 +224,8 @@ def contradict(results_dir: Path) -> tuple[str, str]:
 @pytest.fixture(scope="session")
 def background(isolated_build, tmp_path_factory) -> dict:
     """The course's solutions run and timed as a trainer runs them (`pipelab course --quick`), its
-    Java exercises run unsolved, a quick chapter against an ACL user over TLS ("secured"), and the site built (mkdocs --strict) before the reader measured
+    Java exercises run unsolved, a quick chapter against an ACL user over TLS ("secured"), a quick chapter 1 without Linux's
+    facilities ("portable", pipelab.host), and the site built (mkdocs --strict) before the reader measured
     anything: with the committed reference ("reference"), with no reference either ("nothing"), and
     with one results file of the reader's that contradicts a sentence of chapter 1 ("contradicted")."""
     from pipelab import paths
@@ -231,6 +244,13 @@ def background(isolated_build, tmp_path_factory) -> dict:
             isolated_build / "secured.log",
             None,  # when first waited for: beside chapter 8 its JVMs would slow chapter 8's clients
             made=isolated_build / "secured",
+        ),
+        "portable": Background(
+            [sys.executable, "-m", "pipelab", "book", "--chapters", "1", "--quick", "--no-site"],
+            lambda: portable_env(isolated_build / "portable"),
+            isolated_build / "portable.log",
+            None,  # when first waited for: it measures too, and starts JVMs, as "secured" does
+            made=isolated_build / "portable",
         ),
     }
     base = tmp_path_factory.mktemp("unmeasured")
@@ -322,6 +342,14 @@ def secured_run(jdk, background) -> tuple[dict, Path]:
     assert code == 0, f"tests.secured_book exited {code}:\n{printed}"
     made = background["secured"].made
     return json.loads((made / "secured.json").read_text()), made
+
+
+@pytest.fixture(scope="session")
+def portable_book(jdk, background) -> tuple[int, str, Path]:
+    """`pipelab book --chapters 1 --quick --no-site` with PIPELAB_HOST=portable (portable_env), after the
+    notebooks: its exit code, everything it printed, and its build directory."""
+    code, _ = background["portable"].wait()
+    return code, background["portable"].log.read_text(), background["portable"].made
 
 
 @pytest.fixture(scope="session")
@@ -475,6 +503,7 @@ NOTEBOOK_FIXTURES = {
     "tab",
     "contradicted_site",
     "secured_run",
+    "portable_book",
 }
 REDIS_FIXTURES = {"session", "lab", "rtt_lab", "other_redis", "jdk", "background"}
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from .. import jbang, proxy
+from .. import host, jbang, proxy
 from ..course import timings as course
 from ..errors import LabError, friendly
 from ..lab import Session
@@ -38,6 +38,8 @@ def measure(*, quick: bool, only: list[str] | None, fresh: bool) -> None:
     """Execute the chapter notebooks against a session the lab starts (or REDIS_URL's)."""
     jbang.require_jdk()
     jbang.jbang_argv(["version"])  # fetch JBang now, not in the middle of a notebook
+    if lacking := host.note():  # e.g. on a Mac: no CPU pinning, /proc or strace
+        print(f"pipelab: {lacking}", flush=True)
     with Session() as session:
         print(
             f"pipelab: Redis at {session.endpoint.shown} ({'started by the lab' if session.owned else 'REDIS_URL'}); "

@@ -24,7 +24,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from .. import jbang
+from .. import host, jbang
 from ..paths import REPO, build_dir
 
 PACKAGE = REPO / "pipelab"
@@ -265,18 +265,10 @@ def digests(paths: list[Path]) -> dict[str, str]:
 
 
 def machine() -> dict:
-    model = ""
     try:
-        model = next(
-            (
-                line.split(":", 1)[1].strip()
-                for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")
-            ),
-            "",
-        )
-    except OSError:
-        pass
+        model = host.cpu_model()
+    except (OSError, host.Unavailable):
+        model = ""
     return {
         "cpu": model or platform.processor(),
         "cpus": os.cpu_count(),

@@ -19,6 +19,8 @@ from .busy_loop import (
     ping_latencies,
     pipelined_latencies,
     placement_summary,
+    switches_missing,
+    switches_text,
 )
 from .common import set_in_batches
 from .depth import (

@@ -10,7 +10,7 @@ import numpy as np
 import redis
 from matplotlib.figure import Figure
 
-from ... import observe, placement, plots
+from ... import host, observe, placement, plots
 from ...measure import Measurement, settled_heap, timed
 from ...results import median_figure, quantity, ratio_figure
 from ..ch01 import ping_pipelined
@@ -39,12 +39,19 @@ def pipelined_latencies(r: redis.Redis, n: int, depth: int) -> list[float]:
 
 def measure_busy_loop(r: redis.Redis, server_pid: int | None, n: int) -> tuple[dict, dict]:
     """Seconds per command, one by one and in pipelines of DEPTH_LAT, with the voluntary context
-    switches per command of this process and of the server."""
+    switches per command of this process and of the server (None on both sides, and one sentence
+    printed, where the system cannot count them)."""
     latencies, switches = {}, {}
+    if skipped := switches_missing():
+        print(skipped)
     for mode, run in (
         ("one by one", lambda: ping_latencies(r, n)),
         (f"pipelined x{DEPTH_LAT}", lambda: pipelined_latencies(r, n, DEPTH_LAT)),
     ):
+        if skipped:
+            latencies[mode] = run()
+            switches[mode] = {"client": None, "server": None}
+            continue
         client0 = observe.context_switches()
         server0 = observe.context_switches(server_pid) if server_pid else None
         latencies[mode] = run()
@@ -59,6 +66,19 @@ def measure_busy_loop(r: redis.Redis, server_pid: int | None, n: int) -> tuple[d
             "server": voluntary(server1, server0) if server_pid else None,
         }
     return latencies, switches
+
+
+def switches_missing() -> str | None:
+    """Why context switches are not counted here (one sentence), or None."""
+    reason = host.lacks(host.PROC)
+    return f"Context switches not counted: {reason}." if reason else None
+
+
+def switches_text(counts: dict) -> str:
+    """One mode's voluntary switches per command as the notebook prints them."""
+    if counts["client"] is None:
+        return "not counted"
+    return f"client {counts['client']:.2f}, server {counts['server']}"
 
 
 def percentiles_us(values: list[float], points=(50, 90, 99, 99.9)) -> list[float]:
@@ -130,7 +150,8 @@ def measure_placement(lab, n: int, repeat: int) -> dict[str, Measurement] | str:
     keeps idle CPUs polling (pipelab.placement), a third way lets them halt, as the kernel would. A
     server the lab did not start is never moved: then the reason, instead."""
     if not (lab.owned and lab.server_pid and placement.enabled()):
-        return "the lab did not start this server, or this machine has a single CPU: nothing was moved"
+        reason = placement.unpinnable() or "the lab did not start this server, or this machine has a single CPU"
+        return f"{reason}: nothing was moved"
     shared, own = placement.client_cpus(), placement.server_cpus()
     ways = {"separate CPUs": own, "one CPU": {min(shared)}}
     if placement.keep_cpus_awake():

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import redis
 from matplotlib.figure import Figure
 
-from ... import observe, plots
+from ... import host, observe, plots
 from ...results import md_table, quantity
 from .common import set_in_batches
 from .parameters import STRACE_DEPTHS
@@ -33,8 +33,8 @@ def measure_strace(r: redis.Redis, server_pid: int | None, n: int) -> tuple[dict
     """System calls per command of the server and of this process's main thread, at depth 1 and 1,000."""
     rows = {}
     try:
-        if server_pid is None:
-            raise observe.StraceUnavailable("the server is not a process on this machine")
+        if server_pid is None:  # where strace itself is missing, say that first
+            raise observe.StraceUnavailable(host.lacks(host.STRACE) or "the server is not a process on this machine")
         for depth in STRACE_DEPTHS:
             with (
                 observe.strace_count(server_pid) as server,

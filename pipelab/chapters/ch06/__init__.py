@@ -36,6 +36,7 @@ from .io_threads import (
     MODEL_CORES,
     MODEL_SERVER,
     fit_costs,
+    io_cpu_missing,
     io_settings,
     io_summary,
     io_table,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import glob
 import shutil
 
+from ... import host
 from ...params import Size
 from ...server import PREFIX as LAB_PREFIX
 from ..ch02 import PUBLISHED as CH02_PUBLISHED
@@ -14,7 +14,10 @@ PLATEAU = CH02_PUBLISHED["plateau_gain"]
 PREFIX = LAB_PREFIX + "ch06:"
 KEY = PREFIX + "key"
 COMPARED = ("redis6", "redis7", "redis", "valkey")  # oldest first
-JEMALLOC = next(iter(sorted(glob.glob("/usr/lib/*/libjemalloc.so.2"))), None)  # Debian's libjemalloc2
+try:
+    JEMALLOC, JEMALLOC_SKIPPED = host.jemalloc(), None  # Debian's libjemalloc2
+except host.Unavailable as err:
+    JEMALLOC, JEMALLOC_SKIPPED = None, str(err)
 LABELS = {
     "redis6": "Redis 6.2",
     "redis7": "Redis 7.0",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import glob
-import os
 import statistics
 import time
 
@@ -11,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from ... import observe, plots
+from ... import host, observe, plots
 from ...params import Size
 from ...results import md_table, quantity, rate_figure, ratio_figure
 from ...server import Endpoint
@@ -33,18 +31,19 @@ def io_settings(endpoint: Endpoint) -> dict:
         return {name: r.config_get(name).get(name) for name in IO_SETTINGS}
 
 
-def io_thread_cpu_s(pid: int) -> float:
-    """CPU seconds the server's I/O threads have used so far: the threads both servers name io_thd_N."""
-    ticks = 0
-    for task in glob.glob(f"/proc/{pid}/task/*"):
-        try:
-            with open(f"{task}/comm") as comm, open(f"{task}/stat") as stat:
-                if comm.read().startswith("io_thd"):
-                    fields = stat.read().rsplit(")", 1)[1].split()
-                    ticks += int(fields[11]) + int(fields[12])  # utime and stime, stat's 14th and 15th fields
-        except OSError:  # a thread that ended meanwhile
-            pass
-    return ticks / os.sysconf("SC_CLK_TCK")
+def io_thread_cpu_s(pid: int) -> float | None:
+    """CPU seconds the server's I/O threads have used so far: the threads both servers name io_thd_N
+    (None where the system does not tell, io_cpu_missing)."""
+    try:
+        return host.threads_cpu_s(pid, "io_thd")
+    except host.Unavailable:
+        return None
+
+
+def io_cpu_missing() -> str | None:
+    """Why the I/O threads' CPU is not counted here (one sentence), or None."""
+    reason = host.lacks(host.PROC)
+    return f"The I/O threads' CPU is not counted: {reason}." if reason else None
 
 
 def io_thread_active_s(r) -> float | None:
@@ -60,6 +59,8 @@ def measure_io_threads(grid: list[tuple[int, int]], n_max: int, repeat: int) -> 
     Each run also records its I/O threads' CPU, and on Valkey the part of it spent on jobs, as shares
     of the run's wall time; the params keep the settings that decide when I/O threads run."""
     names = {n: v for n, v in lineup(with_jemalloc_variant=False).items() if n in IO_SERVERS}
+    if skipped := io_cpu_missing():
+        print(skipped)
     out = {}
     for mode, (threads, server_cpus, bench_cpus) in IO_MODES.items():
         with running(names, args=["--io-threads", str(threads)], cpus=server_cpus) as servers:
@@ -71,7 +72,7 @@ def measure_io_threads(grid: list[tuple[int, int]], n_max: int, repeat: int) -> 
                 cpu0, active0, t0 = io_thread_cpu_s(server.proc.pid), io_thread_active_s(r), time.perf_counter()
                 row = bench_once(server.endpoint, SET_COMMAND, c[1], c[2], requests, bench_cpus=bench_cpus)
                 cpu1, active1, wall = io_thread_cpu_s(server.proc.pid), io_thread_active_s(r), time.perf_counter() - t0
-                row["io_thread_cpu"] = (cpu1 - cpu0) / wall
+                row["io_thread_cpu"] = None if cpu0 is None else (cpu1 - cpu0) / wall
                 row["io_thread_active"] = None if active0 is None else (active1 - active0) / wall
                 return row
 

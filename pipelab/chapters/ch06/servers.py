@@ -6,9 +6,9 @@ import os
 import re
 from contextlib import ExitStack, contextmanager
 
-from ... import placement
+from ... import host, placement
 from ...server import EmbeddedRedis, free_port, server_builds
-from .common import COMPARED, JEMALLOC, LABELS
+from .common import COMPARED, JEMALLOC, JEMALLOC_SKIPPED, LABELS
 
 
 def cpu_count() -> int:
@@ -17,7 +17,7 @@ def cpu_count() -> int:
 
 # Servers on the server's CPU, redis-benchmark on the clients' (pipelab.placement). Unpinned, the two
 # sometimes shared a CPU and one server's rate halved from one round to the next while it stayed 98% busy.
-_FIRST_TWO = placement.usable_cpus()[:2]
+_FIRST_TWO = [] if placement.unpinnable() else placement.usable_cpus()[:2]  # []: unpinned
 SERVER_CPUS, BENCH_CPUS = placement.server_cpus(), placement.client_cpus()
 
 
@@ -34,7 +34,8 @@ def lineup(with_jemalloc_variant: bool = True) -> dict[str, tuple[str, dict | No
 
 def missing_servers() -> list[str]:
     builds = server_builds()
-    return [f"{LABELS[n]} ({builds[n].source} not installed here)" for n in COMPARED if not builds[n].path]
+    missing = [f"{LABELS[n]} ({builds[n].source} not installed here)" for n in COMPARED if not builds[n].path]
+    return missing + ([f"{LABELS['valkey-jemalloc']} ({JEMALLOC_SKIPPED})"] if JEMALLOC_SKIPPED else [])
 
 
 @contextmanager
@@ -59,9 +60,11 @@ def server_facts(server: EmbeddedRedis) -> dict:
         allocator = r.info("memory").get("mem_allocator")
         io_threads = int(r.config_get("io-threads").get("io-threads", 1))
         do_reads = r.config_get("io-threads-do-reads").get("io-threads-do-reads")  # None: no such setting
-    with open(f"/proc/{server.proc.pid}/maps") as maps:
-        if "libjemalloc" in maps.read() and not allocator.startswith("jemalloc"):
+    try:
+        if "libjemalloc" in host.mappings(server.proc.pid) and not allocator.startswith("jemalloc"):
             allocator += ", jemalloc preloaded"
+    except host.Unavailable:  # then nothing was preloaded either (common.JEMALLOC)
+        pass
     return {
         "name": info.get("server_name") or "redis",
         "version": info.get("valkey_version") or info["redis_version"],
