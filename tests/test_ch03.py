@@ -48,11 +48,11 @@ def test_littles_law_at_1ms_rtt(executed_notebooks, session):
     pool8 = rows[(1, "jedis_pool_8", 50)]
     lettuce = rows[(1, "lettuce_shared", 50)]
     assert 0.3 * bound_pool8 <= pool8 <= 1.05 * bound_pool8, pool8  # the proxy hop makes the real RTT longer
-    # The shared connection keeps every waiting thread's command in flight, so it passes the pool's ceiling;
-    # compared with the pool measured in the same run, as both share the run's CPU and proxy. By how much
-    # depends on the one client CPU (the JVM and toxiproxy share it): 1.08x to 2.05x in three quick runs,
-    # 1.35x and 1.92x in two full ones. So the direction, not a guessed size.
-    assert lettuce > pool8, f"one shared connection with 50 threads: {lettuce} ops/ms, JedisPool(8): {pool8}"
+    # The shared connection keeps several threads' commands in flight at once: with one in flight, a
+    # round trip of 1 ms or more allows 1 op/ms at most. Against the pool measured beside it the
+    # direction is the one client CPU's to decide (the JVM and toxiproxy share it): 0.83x to 2.05x in
+    # quick runs of 1 s, 1.35x to 1.92x in full ones, so this asserts what the connection does.
+    assert lettuce > 2, f"one shared connection with 50 threads: {lettuce} ops/ms, no more than one in flight"
 
 
 def fake(client, mode, ops, seconds):

@@ -44,6 +44,7 @@ def child_cpus(cpus: set[int]) -> list[int]:
 @pytest.mark.skipif(not ON_LINUX, reason="the Linux answers")
 def test_on_linux_each_answer_is_what_the_harness_read_before():
     assert host.note() is None
+    assert ch02.pid_text(1234) == "1234" and ch02.pid_text(None) == "not visible (remote or container)"
     assert host.allowed_cpus() == os.sched_getaffinity(0)
     assert set(host.context_switches()) == {"voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"}
     assert host.context_switches()["voluntary_ctxt_switches"] > 0
@@ -102,6 +103,7 @@ def test_in_portable_mode_each_caller_skips_with_its_sentence(portable, capsys):
     assert ch02.measure_strace(None, os.getpid(), 10) == ({}, strace_skip)
     assert ch02.switches_missing() == f"Context switches not counted: /proc is not available here {PORTABLE}."
     assert ch02.switches_text({"client": None, "server": None}) == "not counted"
+    assert ch02.pid_text(None) == f"/proc is not available here {PORTABLE}", "not 'remote or container'"
     assert ch06.io_thread_cpu_s(os.getpid()) is None
     assert ch06.io_cpu_missing() == f"The I/O threads' CPU is not counted: /proc is not available here {PORTABLE}."
     assert cluster.ephemeral_low() == 32_768, "Linux's default: below any system's ephemeral range"

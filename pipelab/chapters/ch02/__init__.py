@@ -68,7 +68,15 @@ from .parameters import (
 )
 from .published import CLAIMS, PUBLISHED
 from .raw import measure_raw, pings_many_writes, pings_one_write, pings_round_trips, raw_summary
-from .syscalls import SYSCALLS_ALT, measure_strace, measure_syscalls, strace_table, syscalls_plot, syscalls_summary
+from .syscalls import (
+    SYSCALLS_ALT,
+    measure_strace,
+    measure_syscalls,
+    pid_text,
+    strace_table,
+    syscalls_plot,
+    syscalls_summary,
+)
 from .tls import (
     TLS_ALT,
     measure_tls_java,

@@ -29,6 +29,13 @@ def measure_syscalls(counters, r: redis.Redis, depths: list[int], n: int) -> dic
     return per_command
 
 
+def pid_text(server_pid: int | None) -> str:
+    """The server's pid as the notebook prints it, or why this machine cannot see it."""
+    if server_pid:
+        return str(server_pid)
+    return host.lacks(host.PROC) or "not visible (remote or container)"
+
+
 def measure_strace(r: redis.Redis, server_pid: int | None, n: int) -> tuple[dict, str | None]:
     """System calls per command of the server and of this process's main thread, at depth 1 and 1,000."""
     rows = {}
