@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
 from ..proxy import TOXIPROXY_VERSION
+from . import inputs
 
 HEADING = "## Sources"
 _REFERENCE = re.compile(r"\[\^([A-Za-z0-9_-]+)\](?!:)")
@@ -41,8 +41,7 @@ _TAGS = {
 
 
 def _locked() -> dict[str, str]:
-    lock = tomllib.loads((paths.REPO / "uv.lock").read_text())
-    return {p["name"]: p["version"] for p in lock.get("package", []) if "version" in p}
+    return {name: p["version"] for name, p in inputs.locked_packages().items() if "version" in p}
 
 
 def _deps() -> dict[str, set[str]]:

@@ -224,10 +224,15 @@ def java_meaning(source: str) -> str:
     return " ".join(m[0].strip() for m in JAVA_TOKENS.finditer(source) if not m["comment"])
 
 
+def locked_packages(lock: Path | None = None) -> dict[str, dict]:
+    """Every package of the lock, by name."""
+    return {p["name"]: p for p in tomllib.loads((lock or REPO / "uv.lock").read_text())["package"]}
+
+
 def lock_meaning(lock: Path | None = None) -> str:
     """The packages the book itself installs from the lock (its dependencies, followed through
     theirs), as name==version: a tool added to the test or lab extras changes no figure."""
-    packages = {p["name"]: p for p in tomllib.loads((lock or REPO / "uv.lock").read_text())["package"]}
+    packages = locked_packages(lock)
     todo = [dep["name"] for dep in packages["pipelab"].get("dependencies", [])]
     seen: set[str] = set()
     while todo:
