@@ -45,7 +45,7 @@ def stopped_exercises(session, tmp_path_factory):
 
 
 def test_one_exercise_and_one_solution_per_chapter():
-    assert [p.name[:2] for p in EXERCISES] == ["01", "02", "03", "04", "05", "06", "07", "08"]
+    assert [p.name[:2] for p in EXERCISES] == ["01", "02", "03", "04", "05", "06", "07", "08", "09"]
     solutions = paths.REPO / "notebooks" / "solutions"
     assert sorted(p.name for p in solutions.glob("*.ipynb")) == [p.name for p in EXERCISES]
     for path in [*EXERCISES, *solutions.glob("*.ipynb")]:
@@ -56,9 +56,12 @@ def test_one_exercise_and_one_solution_per_chapter():
         assert any("parameters" in c.metadata.get("tags", []) for c in nb.cells), path.name
 
 
-# Exercise 8's starter is code that runs, with the client's defaults, and falls into the trap: its check
-# says what happened instead of "fill in".
-STARTER_REFUSED = {8: r"Exercise 8 is not solved: the server ran the charge 2 times .*after [45]\.\d s"}
+# Exercise 8's and 9's starters are code that runs (with the client's defaults; with KEYS and one DEL)
+# and falls into the trap: their checks say what happened instead of "fill in".
+STARTER_REFUSED = {
+    8: r"Exercise 8 is not solved: the server ran the charge 2 times .*after [45]\.\d s",
+    9: r"Exercise 9 is not solved: KEYS ran 1 time, the longest for [\d.]+ ms: it walks all 200,000 keys",
+}
 
 
 @pytest.mark.parametrize("source", EXERCISES, ids=lambda p: p.stem)
@@ -487,3 +490,93 @@ def test_a_check_touches_only_its_own_keys(lab):
         assert figures["speedup"] >= 3
         assert client.get("pipelab:ch01:kept") == b"1", "another chapter's key survives"
         assert list(client.scan_iter(match="pipelab:ex01:*")) == [], "the exercise's keys are gone"
+
+
+# --- exercise 9: delete a pattern without stopping the server --------------------------------------
+
+EX09_SCRIPT = """local deleted, cursor = 0, '0'
+repeat
+  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
+  cursor = page[1]
+  for _, key in ipairs(page[2]) do deleted = deleted + redis.call('UNLINK', key) end
+until cursor == '0'
+return deleted"""
+
+
+def _scan_pages(client, pattern, count=1000):
+    cursor = None
+    while cursor != 0:
+        cursor, keys = client.scan(cursor or 0, match=pattern, count=count)
+        yield keys
+
+
+def unlink_each_page(client, pattern, count=1000):
+    return sum(client.unlink(*keys) for keys in _scan_pages(client, pattern, count) if keys)
+
+
+def delete_one_key_per_round_trip(client, pattern):
+    return sum(client.delete(key) for key in client.scan_iter(match=pattern, count=1000))
+
+
+def scan_without_count(client, pattern):
+    return sum(client.unlink(*keys) for keys in _scan_pages(client, pattern, count=None) if keys)
+
+
+def unlink_everything_at_once(client, pattern):
+    return client.unlink(*client.scan_iter(match=pattern, count=1000))
+
+
+def match_without_the_colon(client, pattern):
+    return unlink_each_page(client, pattern.replace(":*", "*"))
+
+
+def delete_in_a_script(client, pattern):
+    return client.eval(EX09_SCRIPT, 0, pattern)
+
+
+EX09_WRONG = [
+    (
+        delete_one_key_per_round_trip,
+        r"had made 10,001 round trips, [\d,]+ of them not a SCAN \(a DEL, an UNLINK or a pipeline",
+    ),
+    (scan_without_count, r"round trips, [\d,]+ of them a SCAN, .*pass COUNT 1000"),
+    (unlink_everything_at_once, r"one UNLINK of 100,000 keys ran for [\d.]+ ms, over the 10 ms bound"),
+    (
+        match_without_the_colon,
+        r"50,000 of the 100,000 keys beside the pattern were touched, 'pipelab:ex09:session-archive:",
+    ),
+    (delete_in_a_script, r"one EVAL ran for [\d.]+ ms, over the 10 ms bound: a script is one command"),
+]
+
+
+@pytest.mark.parametrize("wrong, reason", EX09_WRONG, ids=[w.__name__ for w, _ in EX09_WRONG])
+def test_ex09_refuses_a_wrong_answer_with_its_reason(wrong, reason, lab):
+    with pytest.raises(NotSolved, match=reason) as refused:
+        exercises.check_ex09(lab, wrong)
+    assert str(refused.value).endswith("')."), "it names the chapter section to read"
+
+
+def test_ex09_accepts_a_variadic_unlink_per_page_down_to_count_100(lab):
+    # The rules leave room: one UNLINK per SCAN page passes as the pipelined solution does, and COUNT 100
+    # (about 25 keys per round trip) stays over the 10 keys a round trip that the check asks for.
+    for count, most_trips in ((1000, 500), (100, 5000)):
+        figures = exercises.check_ex09(lab, lambda client, pattern, c=count: unlink_each_page(client, pattern, c))
+        assert figures["round_trips"] <= most_trips and figures["keys_per_round_trip"] >= exercises.EX09_KEYS_PER_TRIP
+        assert figures["calls"].get("keys", 0) == 0 and figures["calls"]["unlink"] >= 2 * figures["calls"]["scan"] // 3
+
+
+def test_ex09_runs_again_before_blaming_one_slow_command(lab):
+    # A first call that holds the server for tens of ms once (one SCAN over the whole keyspace, its keys
+    # dropped), then deletes as the solutions do: a long command seen in one run only is taken for the
+    # machine's pause, so the check runs the function again on a fresh keyspace and passes on that run.
+    calls = []
+
+    def slow_once(client, pattern):
+        calls.append(pattern)
+        if len(calls) == 1:
+            client.scan(0, match=pattern, count=1_000_000)
+        return unlink_each_page(client, pattern)
+
+    figures = exercises.check_ex09(lab, slow_once)
+    assert len(calls) == 2 and figures["runs"] == 2
+    assert figures["longest_ms"] is None or figures["longest_ms"] < exercises.EX09_BOUND_MS

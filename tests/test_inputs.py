@@ -113,7 +113,8 @@ RAN = {
     "02": ["ch02-depth"],
     "06": ["ch02-depth", "ch06-cut", "ch06-push"],
     "07": ["ch07-mux", "ch07-glide", "ch07-watch"],
-    "08": ["ch08-lettuce", "ch08-jedis", "ch08-redisson"],
+    "08": ["ch08-lettuce", "ch08-jedis", "ch08-redisson", "ch08-hangs"],
+    "09": ["ch09-load", "ch09-delete"],
 }
 
 

@@ -42,8 +42,12 @@ QUICK_ARGS = {
     "ch07-glide": None,
     "ch08-lettuce": None,
     "ch08-jedis": None,
+    "ch08-jedis-shared": None,
     "ch08-redisson": None,
     "ch08-spring": None,
+    "ch08-hangs": None,
+    "ch09-load": None,  # the chapter 9 notebook runs it, each mode inside its Watch
+    "ch09-delete": None,  # needs chapter 5's cluster, which the chapter 9 notebook starts
 }
 
 

@@ -2,8 +2,8 @@
 //SOURCES ../common/LabSupport.java
 //SOURCES ../common/LettuceSupport.java
 
-// What the course kit's eight checks share. Each exercise's check is a class of its own beside it
-// (Ex01Check ... Ex08Check), which extends this one to reach its static members by name. An
+// What the course kit's nine checks share. Each exercise's check is a class of its own beside it
+// (Ex01Check ... Ex09Check), which extends this one to reach its static members by name. An
 // exercise (exercises/ExNN*.java) and its solution (solutions/ExNN*.java) differ only in the task
 // method, so both pull in their check and hand it that method, ExNNCheck.exNN(args, method):
 //   //SOURCES Ex01Check.java               from an exercise
@@ -14,7 +14,7 @@
 // task uses too); the exercises declare Jedis themselves.
 //
 // Every check connects, refuses a Redis holding keys that are not the lab's, deletes the keys
-// under its own prefix (pipelab:ex01: ... pipelab:ex08:), checks, and deletes them again.
+// under its own prefix (pipelab:ex01: ... pipelab:ex09:), checks, and deletes them again.
 // Exit codes: 0 solved, with "Exercise N solved: <figure>" as the last line; 1 not solved, one
 // sentence saying what is wrong and where in the book to look; 2 bad arguments, a malformed
 // REDIS_URL, Redis unreachable or refusing REDIS_URL's password, TLS or a command (NOPERM), or

@@ -66,6 +66,7 @@ EXERCISES = [
     Exercise("06", "Stay under the reply budget", "Ex06StayUnderTheBudget", 20),
     Exercise("07", "Move money without losing it", "Ex07MoveMoney", 25),
     Exercise("08", "Charge once", "Ex08ChargeOnce", 25),
+    Exercise("09", "Delete a pattern without stopping the server", "Ex09DeletePattern", 20),
 ]
 
 

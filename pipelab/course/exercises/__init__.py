@@ -27,3 +27,4 @@ from .ex07 import (
     check_ex07,
 )
 from .ex08 import EX08_AMOUNTS, EX08_BOUND_S, EX08_HOLD_S, EX08_SCRIPTS, EX08_WRITES, check_ex08
+from .ex09 import EX09_BOUND_MS, EX09_DOOMED, EX09_KEPT, EX09_KEYS_PER_TRIP, check_ex09

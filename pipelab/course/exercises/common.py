@@ -24,6 +24,7 @@ EXERCISES = {
     6: ("get_all", 6, "Limits that cut a pipeline"),
     7: ("transfer", 7, "WATCH: optimistic transactions and pipelines"),
     8: ("charge", 8, "redis-py: a default timeout with default retries"),
+    9: ("delete_matching", 9, "Deleting or expiring by pattern"),
 }
 MIN_SPEEDUP = 3.0  # ex01 and ex02: what pipelining must at least buy, even on a busy 2-core machine
 REPEAT = 3

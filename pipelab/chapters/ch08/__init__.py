@@ -16,16 +16,27 @@ import redis.asyncio
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 
-from ..errors import LabError
-from ..jbang import fact
-from ..params import Size
-from ..proxy import PROXY_NAME
-from ..results import md_table, median_figure, quantity
-from ..server import PREFIX as LAB_PREFIX
-from ..server import EmbeddedRedis, Endpoint, free_port
-from .ch04 import DEFAULT_RETRIES, incr_exactly_once, incr_pipeline, no_retry_client
-from .ch04 import PREFIX as CH04_PREFIX
-from .ch07 import LoopThread
+from ...errors import LabError
+from ...jbang import fact
+from ...params import Size
+from ...proxy import PROXY_NAME
+from ...results import md_table, median_figure, quantity
+from ...server import PREFIX as LAB_PREFIX
+from ...server import EmbeddedRedis, Endpoint, free_port
+from ..ch04 import DEFAULT_RETRIES, incr_exactly_once, incr_pipeline, no_retry_client
+from ..ch04 import PREFIX as CH04_PREFIX
+from ..ch07 import LoopThread
+from .hangs import HANG_BOUND_S, LETTUCE_HANG_N, SKIP_RESULT_N, hangs_summary, hangs_table, measure_hangs
+from .shared import (
+    SHARED_ROUNDS,
+    SHARED_THREADS,
+    SHARED_TRIALS,
+    java_cases,
+    measure_jedis_shared,
+    measure_shared,
+    shared_summary,
+    shared_table,
+)
 
 PREFIX = LAB_PREFIX + "ch08:"
 

@@ -1,0 +1,64 @@
+"""Chapter 9, bulk work: loading many keys, and deleting or expiring every key that matches a
+pattern, by each means a reader has, with what each costs the server and the other clients.
+
+A module per section: parameters (declared once; the notebook passes them to the Java examples),
+instruments (the Watch every job runs in), load (1), delete (2), cluster (the same per master),
+java (the ch09 Jedis examples), published.
+"""
+
+from __future__ import annotations
+
+from .cluster import cluster_summary, cluster_table, delete_per_master, measure_cluster_delete, populate_cluster
+from .common import DOOMED, KEPT, PATTERN, PREFIX, check_safe, foreign_keys_now
+from .delete import (
+    BIG_FIELDS,
+    DELETE_ALT,
+    LIST_ITEMS,
+    LUA_DELETE,
+    delete_plot,
+    delete_summary,
+    delete_table,
+    lua_delete,
+    measure_delete,
+    populate,
+    scan_expire,
+    scan_pipelined,
+    scan_variadic,
+    watches_to_save,
+)
+from .instruments import Watch
+from .java import (
+    java_delete_summary,
+    java_delete_table,
+    java_load_summary,
+    java_load_table,
+    measure_java_delete,
+    measure_java_load,
+)
+from .load import (
+    bad_commands,
+    bad_table,
+    cli_available,
+    load_cli,
+    load_mset,
+    load_pipeline,
+    load_summary,
+    load_table,
+    load_with_errors_py,
+    measure_bad_commands,
+    measure_load,
+    parse_cli_summary,
+    resp_file,
+)
+from .parameters import (
+    BAD_COMMANDS,
+    BATCHES,
+    N_DOOMED,
+    N_KEPT,
+    N_LOAD,
+    REPEAT_DELETE,
+    REPEAT_LOAD,
+    SCAN_COUNTS,
+    VALUE_BYTES,
+)
+from .published import CLAIMS, PUBLISHED

@@ -1,0 +1,330 @@
+"""Section 1: loading N keys by each means a reader has, and what each reports about bad commands."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import tracemalloc
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from ... import paths, stats
+from ...errors import LabError
+from ...measure import Measurement, settled_heap, stop_reason, timed
+from ...resp import encode
+from ...results import md_table, median_figure, quantity, rate_figure, ratio_figure
+from ...server import Endpoint, delete_lab_keys
+from .common import PREFIX
+from .instruments import Watch
+
+LOAD = PREFIX + "load:"
+ONE_PIPELINE = "one pipeline"
+CLI = "redis-cli --pipe"
+NO_CLI = "redis-cli is not installed (Debian: apt-get install redis-tools), so the chapter loads without it"
+WATCHED = ("peak_qbuf_bytes", "peak_omem_bytes", "peak_tot_mem_bytes", "rss_growth_bytes", "probe_p99_ms")
+
+
+def load_key(i: int) -> str:
+    return f"{LOAD}{i}"
+
+
+def value(size: int) -> bytes:
+    return b"v" * size
+
+
+# --8<-- [start:load]
+def resp_file(path: Path, n: int, value_bytes: int, bad: dict[int, bytes] | None = None) -> Path:
+    """The SETs as RESP, the protocol redis-cli --pipe sends as is; `bad`: a command to put before key i."""
+    v = value(value_bytes)
+    with path.open("wb") as out:
+        for i in range(n):
+            if bad and i in bad:
+                out.write(bad[i])
+            out.write(encode("SET", load_key(i), v))
+    return path
+
+
+def load_cli(endpoint: Endpoint, path: Path) -> subprocess.CompletedProcess:
+    """redis-cli --pipe: it writes the file while it reads replies, and counts the errors among them."""
+    argv = [shutil.which("redis-cli") or "redis-cli", "-h", endpoint.host, "-p", str(endpoint.port)]
+    argv += ["-n", str(endpoint.db), "--pipe"]
+    if endpoint.tls:
+        argv += ["--tls", *(["--cacert", endpoint.ca_file] if endpoint.ca_file else [])]
+    env = dict(os.environ)
+    if endpoint.password is not None:  # the environment, not argv: `ps` shows argv to every user
+        env["REDISCLI_AUTH"] = endpoint.password
+        argv += ["--user", endpoint.username] if endpoint.username else []
+    with path.open("rb") as stdin:
+        return subprocess.run(argv, stdin=stdin, capture_output=True, text=True, env=env, timeout=600)
+
+
+def load_pipeline(r: redis.Redis, n: int, value_bytes: int, batch: int) -> None:
+    v = value(value_bytes)
+    for start in range(0, n, batch):
+        pipe = r.pipeline(transaction=False)  # no MULTI/EXEC: nothing to roll back in a load
+        for i in range(start, min(start + batch, n)):
+            pipe.set(load_key(i), v)
+        pipe.execute()  # one batch's replies held at a time, client and server side
+
+
+def load_mset(r: redis.Redis, n: int, value_bytes: int, batch: int) -> None:
+    v = value(value_bytes)
+    for start in range(0, n, batch):
+        r.mset({load_key(i): v for i in range(start, min(start + batch, n))})  # one command, one reply
+
+
+# --8<-- [end:load]
+
+
+def count_keys(r: redis.Redis, pattern: str) -> int:
+    return sum(1 for _ in r.scan_iter(match=pattern, count=1000))
+
+
+def cli_available() -> bool:
+    return shutil.which("redis-cli") is not None
+
+
+@dataclass
+class LoadRun:
+    n: int
+    value_bytes: int
+    measurements: dict[str, Measurement] = field(default_factory=dict)
+    client_peak: dict[str, int] = field(default_factory=dict)  # bytes Python allocated at the peak (tracemalloc)
+    errors: dict = field(default_factory=dict)  # what each means reported about the bad commands
+    notes: list[str] = field(default_factory=list)
+
+
+def _file(n: int, value_bytes: int, name: str, bad: dict | None = None) -> Path:
+    base = paths.build_dir() / "ch09"
+    base.mkdir(parents=True, exist_ok=True)
+    return resp_file(base / name, n, value_bytes, bad)
+
+
+def load_means(endpoint: Endpoint, r: redis.Redis, n: int, value_bytes: int, batches) -> dict:
+    """{label: the job}: each loads the same n keys."""
+    means = {}
+    if cli_available():
+        path = _file(n, value_bytes, "load.resp")
+
+        def cli():
+            done = load_cli(endpoint, path)
+            if done.returncode != 0:
+                raise LabError(f"redis-cli --pipe failed: {(done.stderr or done.stdout).strip()[-200:]}")
+
+        means[CLI] = cli
+    for b in batches:
+        means[f"pipeline, {b // 1000}k per batch"] = lambda b=b: load_pipeline(r, n, value_bytes, b)
+    means[f"MSET, {batches[0] // 1000}k keys each"] = lambda: load_mset(r, n, value_bytes, batches[0])
+    means[ONE_PIPELINE] = lambda: load_pipeline(r, n, value_bytes, n)
+    return means
+
+
+def measure_load(endpoint: Endpoint, n: int, value_bytes: int, batches, repeat: int) -> LoadRun:
+    """Every means in turn, round after round (A B C A B C): the keys are deleted before each job
+    (untimed); each timed job runs inside a Watch. The untimed first round measures what each
+    Python means allocates at its peak (tracemalloc slows it, so never in a timed round)."""
+    run = LoadRun(n, value_bytes)
+    if not cli_available():
+        run.notes.append(NO_CLI)
+    with endpoint.client() as r:
+        means = load_means(endpoint, r, n, value_bytes, batches)
+        group = " / ".join(means)
+        run.measurements = {label: Measurement(f"load {n:,} keys: {label}", n, paired_with=group) for label in means}
+        with settled_heap():
+            for round_no in range(1 + repeat):
+                for label, job in means.items():
+                    delete_lab_keys(r, LOAD + "*")
+                    m = run.measurements[label]
+                    if round_no == 0:
+                        traced = label != CLI
+                        if traced:
+                            tracemalloc.start()
+                        m.warmup.append(timed(job))
+                        if traced:
+                            run.client_peak[label] = tracemalloc.get_traced_memory()[1]
+                            tracemalloc.stop()
+                        continue
+                    with Watch(endpoint) as watch:
+                        m.samples.append(timed(job))
+                    for key in WATCHED:
+                        m.params.setdefault(key, []).append(watch.result[key])
+                    stored = count_keys(r, LOAD + "*")
+                    if stored != n:
+                        raise LabError(f"{label} stored {stored:,} keys of {n:,}")
+        delete_lab_keys(r, LOAD + "*")
+    for label, m in run.measurements.items():
+        m.stopped = stop_reason(m.samples, "asked")
+        m.params.update(means=label, n=n, value_bytes=value_bytes, client_peak_bytes=run.client_peak.get(label))
+    return run
+
+
+# --- bad commands ---------------------------------------------------------------------------
+
+_SUMMARY = re.compile(r"errors: (\d+), replies: (\d+)")
+
+
+def parse_cli_summary(stdout: str) -> tuple[int, int] | None:
+    """(errors, replies) from redis-cli --pipe's last line, or None without one."""
+    found = _SUMMARY.findall(stdout)
+    return (int(found[-1][0]), int(found[-1][1])) if found else None
+
+
+def bad_commands(count: int, n: int) -> dict[int, list]:
+    """`count` commands the server refuses, spread over the load: {key index: argv}. INCR of a key the
+    load has set to text, LPUSH onto one (WRONGTYPE), and a command that does not exist."""
+    kinds = [
+        lambda i: ["INCR", load_key(i)],
+        lambda i: ["LPUSH", load_key(i), "x"],
+        lambda i: ["NOSUCHCOMMAND", load_key(i)],
+    ]
+    step = max(n // (count + 1), 2)
+    return {step * (k + 1): kinds[k % len(kinds)](step * (k + 1) - 1) for k in range(count)}
+
+
+# --8<-- [start:bad]
+def load_with_errors_py(r: redis.Redis, n: int, value_bytes: int, bad: dict[int, list], raise_on_error: bool):
+    """One pipeline with the bad commands among the SETs: what execute() raises or returns."""
+    v = value(value_bytes)
+    pipe = r.pipeline(transaction=False)
+    for i in range(n):
+        if i in bad:
+            pipe.execute_command(*bad[i])
+        pipe.set(load_key(i), v)
+    try:
+        replies = pipe.execute(raise_on_error=raise_on_error)  # every command has run either way
+    except redis.ResponseError as err:
+        return {"raised": f"{type(err).__name__}: {err}", "errors_in_replies": None}
+    errors = [x for x in replies if isinstance(x, Exception)]
+    return {"raised": None, "errors_in_replies": len(errors), "first": str(errors[0]) if errors else None}
+
+
+# --8<-- [end:bad]
+
+
+def measure_bad_commands(endpoint: Endpoint, n: int, value_bytes: int, count: int) -> dict:
+    """Each means loads n keys with `count` bad commands among them; what it reports, and keys stored."""
+    bad = bad_commands(count, n)
+    out = {"n": n, "bad": count, "commands": [" ".join(argv[:1]) for argv in bad.values()]}
+    with endpoint.client() as r:
+        if cli_available():
+            delete_lab_keys(r, LOAD + "*")
+            path = _file(n, value_bytes, "load-bad.resp", {i: encode(*argv) for i, argv in bad.items()})
+            done = load_cli(endpoint, path)
+            summary = parse_cli_summary(done.stdout)
+            out[CLI] = {
+                "exit_code": done.returncode,
+                "summary": summary,
+                "summary_line": next((s for s in done.stdout.splitlines() if s.startswith("errors:")), ""),
+                "error_lines": [s for s in done.stderr.splitlines() if s.strip()],
+                "stored": count_keys(r, LOAD + "*"),
+            }
+        for flag in (True, False):
+            delete_lab_keys(r, LOAD + "*")
+            reply = load_with_errors_py(r, n, value_bytes, bad, raise_on_error=flag)
+            reply["stored"] = count_keys(r, LOAD + "*")
+            out[f"redis-py raise_on_error={flag}"] = reply
+        delete_lab_keys(r, LOAD + "*")
+    return out
+
+
+# --- tables and summary ---------------------------------------------------------------------
+
+
+def _median(m: Measurement, key: str) -> float:
+    return statistics.median(m.params[key])
+
+
+def load_table(run: LoadRun) -> str:
+    rows = []
+    for label, m in run.measurements.items():
+        peak = run.client_peak.get(label)
+        rows.append(
+            [
+                label,
+                f"{m.median:.3f} s",
+                f"{m.ops_per_s:,.0f}",
+                f"{_median(m, 'peak_qbuf_bytes'):,.0f} B",
+                f"{_median(m, 'peak_omem_bytes'):,.0f} B",
+                f"{_median(m, 'rss_growth_bytes') / 2**20:.1f} MiB",
+                f"{_median(m, 'probe_p99_ms'):.2f} ms",
+                "(another process)" if peak is None else f"{peak / 2**20:.1f} MiB",
+            ]
+        )
+    return md_table(
+        [
+            "Means",
+            "Time",
+            "keys/s",
+            "Peak qbuf",
+            "Peak omem",
+            "Server RSS growth",
+            "Probe PING p99",
+            "Client's peak Python memory",
+        ],
+        rows,
+    )
+
+
+def bad_table(report: dict) -> str:
+    rows = []
+    if CLI in report:
+        cli = report[CLI]
+        shown = "; ".join(cli["error_lines"][:3])
+        rows.append([CLI, f"`{cli['summary_line']}`, exit code {cli['exit_code']}", shown, f"{cli['stored']:,}"])
+    for flag in (True, False):
+        py = report[f"redis-py raise_on_error={flag}"]
+        said = py["raised"] or f"{py['errors_in_replies']} exceptions in the reply list (first: {py['first']})"
+        rows.append(
+            [f"redis-py, raise_on_error={flag}", "raises" if py["raised"] else "returns", said, f"{py['stored']:,}"]
+        )
+    return md_table(["Means", "Reports", "What it shows", f"Keys stored (of {report['n']:,})"], rows)
+
+
+def _tag(label: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", label.lower().replace("redis-cli --pipe", "cli")).strip("_")
+
+
+def load_summary(run: LoadRun, bad: dict) -> dict:
+    out = {"n": quantity(run.n, "count"), "value_bytes": quantity(run.value_bytes, "bytes")}
+    for label, m in run.measurements.items():
+        tag = _tag(label)
+        out[f"{tag}_s"] = median_figure(m)
+        out[f"{tag}_rate"] = rate_figure(m)
+        for key, unit in (("peak_qbuf_bytes", "bytes"), ("peak_omem_bytes", "bytes"), ("rss_growth_bytes", "bytes")):
+            out[f"{tag}_{key.removesuffix('_bytes')}"] = quantity(_median(m, key), unit)
+        p99 = m.params["probe_p99_ms"]
+        out[f"{tag}_probe_p99_ms"] = quantity(statistics.median(p99), "ms", interval=stats.median_interval(p99))
+        if label in run.client_peak:
+            out[f"{tag}_client_peak"] = quantity(run.client_peak[label], "bytes")
+    labels = list(run.measurements)
+    one = run.measurements[ONE_PIPELINE]
+    batched = [label for label in labels if label.startswith("pipeline,")]
+    out["one_vs_batch_time"] = ratio_figure(one, run.measurements[batched[-1]])
+    out["one_vs_batch_client_peak"] = quantity(run.client_peak[ONE_PIPELINE] / max(run.client_peak[batched[0]], 1), "x")
+    if CLI in run.measurements:
+        out["cli_vs_batch_time"] = ratio_figure(run.measurements[batched[-1]], run.measurements[CLI])
+    out.update(bad_summary(bad))
+    return out
+
+
+def bad_summary(bad: dict) -> dict:
+    out = {"bad_injected": quantity(bad["bad"], "count")}
+    if CLI in bad:
+        cli = bad[CLI]
+        errors, replies = cli["summary"] or (None, None)
+        out["cli_errors"] = quantity(errors, "count")
+        out["cli_replies"] = quantity(replies, "count")
+        out["cli_exit_code"] = quantity(cli["exit_code"], "count")
+        out["cli_error_lines"] = quantity(len(cli["error_lines"]), "count")
+        out["cli_stored"] = quantity(cli["stored"], "count")
+    raised, listed = bad["redis-py raise_on_error=True"], bad["redis-py raise_on_error=False"]
+    out["py_raised"] = quantity(1 if raised["raised"] else 0, "count")
+    out["py_raise_stored"] = quantity(raised["stored"], "count")
+    out["py_errors_in_replies"] = quantity(listed["errors_in_replies"], "count")
+    out["py_list_stored"] = quantity(listed["stored"], "count")
+    return out
