@@ -55,7 +55,9 @@ def python_definitions(path: str, span: range) -> list[str]:
 
 
 def module_of(path: str) -> str:
-    return ".".join(Path(path).with_suffix("").parts)
+    """The module's import name; a package's __init__.py is the package (importing "….__init__" would
+    load a second copy, which the notebooks never call)."""
+    return ".".join(Path(path).with_suffix("").parts).removesuffix(".__init__")
 
 
 def section_targets() -> dict[str, list[str]]:
@@ -145,6 +147,7 @@ def test_the_checks_find_what_they_look_for():
         "pipelab/chapters/ch04/instruments.py", section_span("pipelab/chapters/ch04/instruments.py", "instruments")
     )
     assert module_of("pipelab/chapters/ch01.py") == "pipelab.chapters.ch01"
+    assert module_of("pipelab/chapters/ch08/__init__.py") == "pipelab.chapters.ch08"
     assert {"ping_one_by_one", "ping_pipelined", "handshake_pipelined"} <= set(
         section_targets()["pipelab.chapters.ch01"]
     )

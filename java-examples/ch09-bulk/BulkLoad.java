@@ -191,6 +191,7 @@ public class BulkLoad {
         }
     }
 
+    // --8<-- [start:bad]
     /**
      * The same load with `bad` LPUSHes onto string keys spread through it, twice: synced with
      * sync() (the bad commands' Responses kept), and with syncAndReturnAll() (every reply in a list).
@@ -198,7 +199,6 @@ public class BulkLoad {
     static void badCommands(LabSupport.Report report, Jedis jedis, List<String> keys, String value, int batch,
                             int bad) {
         int every = keys.size() / (bad + 1);
-        // --8<-- [start:bad]
         LabSupport.deleteKeys(jedis, keys);
         List<Response<Long>> refused = new ArrayList<>();
         boolean syncThrew = false;

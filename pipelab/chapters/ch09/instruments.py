@@ -39,7 +39,6 @@ def _thin(points: list, keep: int) -> list:
     return [points[int(i * step)] for i in range(keep - 1)] + [points[-1]]
 
 
-# --8<-- [start:watch]
 def _sample(r: redis.Redis, interval_s: float, ready, stop) -> dict:
     """CLIENT LIST and INFO memory until `stop`: the peaks over the other clients, memory over time."""
     peaks = {"qbuf": 0, "omem": 0, "tot_mem": 0}
@@ -127,6 +126,7 @@ def _close(endpoint: Endpoint) -> None:
             proc.kill()
 
 
+# --8<-- [start:watch]
 class Watch:
     """Watch the server while the block runs; `.result` then holds what was seen (see `summarize`)."""
 
