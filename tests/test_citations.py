@@ -4,6 +4,7 @@ points at upstream source at the version the lab pins, or names the server comma
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import re
 
 import pytest
@@ -38,7 +39,48 @@ def test_the_pins_are_the_ones_the_lab_installs():
     assert len(jedis) == 1, f"the examples pin one Jedis, not {jedis}"
     assert tags["redis/jedis"] == {f"v{v}" for v in jedis}
     assert any(tag.startswith("8.") for tag in tags["redis/redis"]), tags["redis/redis"]
-    assert len(tags["valkey-io/valkey-glide"]) == 2, "the Python and the Java GLIDE are different releases"
+    assert len(tags["valkey-io/valkey-glide"]) == 3, "the Python, Java and Node GLIDE are different releases"
+
+
+def test_node_and_go_pins_come_from_their_lock_files(tmp_path, monkeypatch):
+    node, go = tmp_path / "java-examples" / "chNN" / "node", tmp_path / "java-examples" / "chNN" / "go"
+    node.mkdir(parents=True)
+    go.mkdir(parents=True)
+    (node / "package-lock.json").write_text(
+        json.dumps(
+            {
+                "packages": {
+                    "": {"dependencies": {"ioredis": "6.0.0"}},
+                    "node_modules/ioredis": {"version": "6.0.0"},
+                    "node_modules/redis": {"version": "6.3.1"},
+                    "node_modules/@valkey/valkey-glide": {"version": "2.5.2"},
+                    "node_modules/x/node_modules/ioredis": {"version": "4.0.0"},  # nested: not what the book runs
+                }
+            }
+        )
+    )
+    (go / "go.mod").write_text(
+        "module example.com/lab\n\ngo 1.22\n\nrequire (\n\tgithub.com/redis/go-redis/v9 v9.7.0\n"
+        "\tgithub.com/redis/rueidis v1.0.50\n)\n\nrequire github.com/valkey-io/valkey-go v1.0.60 // indirect\n"
+    )
+    monkeypatch.setattr(citations.paths, "REPO", tmp_path)
+    tags = citations.pinned_tags()
+    assert tags["redis/ioredis"] == {"v6.0.0"}
+    assert tags["redis/node-redis"] == {"redis@6.3.1"}
+    assert "v2.5.2" in tags["valkey-io/valkey-glide"]
+    assert tags["redis/go-redis"] == {"v9.7.0"}
+    assert tags["redis/rueidis"] == {"v1.0.50"}
+    assert tags["valkey-io/valkey-go"] == {"v1.0.60"}
+    page = tmp_path / "10-x.md"
+    page.write_text(
+        "# A page\n\nrueidis pipelines.[^a] ioredis queues.[^b]\n\n## Sources\n\n"
+        "[^a]: [pipe.go](https://github.com/redis/rueidis/blob/v1.0.50/pipe.go#L1).\n\n"
+        "[^b]: [autoPipelining.ts](https://github.com/redis/ioredis/blob/v5.4.0/lib/autoPipelining.ts#L1).\n"
+    )
+    assert citations.problems(page, tags) == [
+        "10-x.md: [^b] links redis/ioredis at v5.4.0, not at the pinned v6.0.0",
+        "10-x.md: [^b] names neither source at a pinned tag nor a server command that shows it",
+    ]
 
 
 CHAPTER = """# A chapter

@@ -115,6 +115,7 @@ RAN = {
     "07": ["ch07-mux", "ch07-glide", "ch07-watch"],
     "08": ["ch08-lettuce", "ch08-jedis", "ch08-redisson", "ch08-hangs"],
     "09": ["ch09-load", "ch09-delete"],
+    "10": ["ch01-ping", "ch03-jedis", "ch07-mux", "ch07-glide"],
 }
 
 
@@ -177,6 +178,34 @@ def test_a_workload_size_stales_exactly_its_chapter(repo_copy):
 def test_a_function_another_chapter_uses_stales_it_too(repo_copy):
     stale = repo_copy("pipelab/chapters/ch02/batches.py", "def get_in_batches(", "def get_in_batches(_unused=None, *, ")
     assert stale == ["02", "06"]
+
+
+CH10 = "java-examples/ch10-auto-pipelining"
+
+
+def test_a_node_or_go_lock_stales_only_its_chapter(repo_copy):
+    assert repo_copy(f"{CH10}/node/package-lock.json", '"lockfileVersion"', '"lockfileVersion" ') == ["10"]
+
+
+def test_a_comment_in_a_node_or_go_example_stales_nothing_its_code_does(repo_copy):
+    examples = sorted(p for p in (REPO / CH10).rglob("*") if p.suffix in (".mjs", ".go"))
+    if not examples:
+        pytest.skip("no Node or Go example in this checkout")
+    path = examples[0].relative_to(REPO).as_posix()
+    text = examples[0].read_text()
+    first = next(line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("//"))
+    assert repo_copy(path, first, "// why, in a comment\n" + first) == []
+    assert repo_copy(path, first, first + "\n;") == ["10"]
+
+
+def test_a_toolchain_version_is_part_of_its_chapters_key(monkeypatch):
+    notebook = next(nb for nb in NOTEBOOKS if nb.name.startswith("10"))
+    monkeypatch.setattr(inputs, "toolchain_versions", lambda langs: dict.fromkeys(langs, "v1"))
+    before = inputs.sources(notebook, [])
+    monkeypatch.setattr(inputs, "toolchain_versions", lambda langs: dict.fromkeys(langs, "v2"))
+    assert inputs.changes(before, inputs.sources(notebook, [])) == ["toolchains"]
+    other = next(nb for nb in NOTEBOOKS if nb.name.startswith("09"))
+    assert "toolchains" not in inputs.sources(other, []), "a chapter without Node or Go keeps its key"
 
 
 def test_make_book_chapter_numbers():

@@ -2,7 +2,8 @@
 upstream source at the version the book pins (or names the server command that shows it).
 
 A link into a repository must use the tag of the version the lab installs: the lock for Python
-packages, the //DEPS lines for Java, and the servers the reference run measured. A newer pin then
+packages, the //DEPS lines for Java, the package-lock.json files for Node, the go.mod files for Go,
+and the servers the reference run measured. A newer pin then
 fails this check until someone re-reads the cited line, which is how a Sources list stays true.
 """
 
@@ -28,7 +29,16 @@ _SERVER_COMMAND = re.compile(r"`(INFO|CONFIG GET|CONFIG SET|CLIENT|DEBUG|OBJECT|
 _TAGS = {
     "redis/redis-py": [("lock", "redis", "v{}")],
     "redis/hiredis-py": [("lock", "hiredis", "v{}")],
-    "valkey-io/valkey-glide": [("lock", "valkey-glide", "v{}"), ("deps", "io.valkey:valkey-glide", "v{}")],
+    "valkey-io/valkey-glide": [
+        ("lock", "valkey-glide", "v{}"),
+        ("deps", "io.valkey:valkey-glide", "v{}"),
+        ("npm", "@valkey/valkey-glide", "v{}"),
+    ],
+    "redis/ioredis": [("npm", "ioredis", "v{}")],
+    "redis/node-redis": [("npm", "redis", "redis@{}")],  # one tag per release of the monorepo's packages
+    "redis/go-redis": [("go", "github.com/redis/go-redis/v9", "v{}")],
+    "redis/rueidis": [("go", "github.com/redis/rueidis", "v{}")],
+    "valkey-io/valkey-go": [("go", "github.com/valkey-io/valkey-go", "v{}")],
     "redis/jedis": [("deps", "redis.clients:jedis", "v{}")],
     "redis/lettuce": [("deps", "io.lettuce:lettuce-core", "{}")],
     "redisson/redisson": [("deps", "org.redisson:redisson", "redisson-{}")],
@@ -53,6 +63,31 @@ def _deps() -> dict[str, set[str]]:
     return found
 
 
+def _npm() -> dict[str, set[str]]:
+    """npm package -> its versions, from the top-level packages of every package-lock.json of the examples."""
+    found: dict[str, set[str]] = {}
+    for path in (paths.REPO / "java-examples").rglob("package-lock.json"):
+        if "node_modules" in path.parts:
+            continue
+        for where, package in json.loads(path.read_text()).get("packages", {}).items():
+            name = where.removeprefix("node_modules/")
+            if where.startswith("node_modules/") and "/node_modules/" not in where and "version" in package:
+                found.setdefault(name, set()).add(package["version"])
+    return found
+
+
+_GO_REQUIRE = re.compile(r"^\s*(?:require\s+)?([\w./-]+\.[\w./-]+)\s+v([\w.+-]+)", re.M)
+
+
+def _go_modules() -> dict[str, set[str]]:
+    """Go module -> its versions (without the v), from the require lines of every go.mod of the examples."""
+    found: dict[str, set[str]] = {}
+    for path in (paths.REPO / "java-examples").rglob("go.mod"):
+        for module, version in _GO_REQUIRE.findall(path.read_text()):
+            found.setdefault(module, set()).add(version)
+    return found
+
+
 def _servers() -> dict[str, set[str]]:
     """Server family -> the versions the reference run measured (chapter 6 starts every build)."""
     ceiling = paths.reference_dir() / "ch06" / "ceiling.json"
@@ -66,6 +101,7 @@ def _servers() -> dict[str, set[str]]:
 def pinned_tags() -> dict[str, set[str]]:
     """Repository -> the tags a Sources link into it may use."""
     locked, deps, servers = _locked(), _deps(), _servers()
+    npm, go = _npm(), _go_modules()
     tags: dict[str, set[str]] = {}
     for repo, pins in _TAGS.items():
         for where, name, spelling in pins:
@@ -75,6 +111,10 @@ def pinned_tags() -> dict[str, set[str]]:
                 versions = deps.get(name, set())
             elif where == "server":
                 versions = servers.get(name, set())
+            elif where == "npm":
+                versions = npm.get(name, set())
+            elif where == "go":
+                versions = go.get(name, set())
             else:
                 versions = {TOXIPROXY_VERSION}
             tags.setdefault(repo, set()).update(spelling.format(v) for v in versions)

@@ -9,6 +9,9 @@ The key covers what can change a figure, by meaning rather than by bytes:
   alias's name), with their //SOURCES, as tokens without comments (JBang's //DEPS-style directives
   count, since they pin the clients);
 - the book's own packages in the lock (name and version; the test and lab extras do not count);
+- for a chapter with Node or Go examples (java-examples/chNN-*/node, go), every file there (the
+  examples as tokens without comments, package.json, package-lock.json, go.mod, go.sum) and the
+  versions of node and go on this machine;
 - the server binary, quick or full, and the machine (CPU model and count, OS, Python).
 """
 
@@ -21,6 +24,8 @@ import json
 import os
 import platform
 import re
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -288,6 +293,51 @@ def server_identity(binary: str) -> str:
     return hashlib.sha256(Path(binary).read_bytes()).hexdigest()
 
 
+# The examples in other languages, beside a chapter's Java ones: each language's folder and its
+# toolchain's version command. The lock files count byte for byte, the sources as tokens.
+TOOLCHAINS = {"node": ["node", "--version"], "go": ["go", "version"]}
+# pipelab.node and pipelab.golang read these: "off" hides the toolchain; PIPELAB_GO may also name a go.
+TOOLCHAIN_VARS = {"node": "PIPELAB_NODE", "go": "PIPELAB_GO"}
+EXAMPLE_SUFFIXES = (".mjs", ".js", ".go")
+
+
+def example_files(notebook: Path) -> list[Path]:
+    """The Node and Go files of the notebook's chapter (java-examples/chNN-*/node and go), modules,
+    caches and build output left out; none for a chapter without them."""
+    found = []
+    for folder in sorted((REPO / "java-examples").glob(f"ch{notebook.name[:2]}-*")):
+        for lang in TOOLCHAINS:
+            found += [
+                path
+                for path in (folder / lang).rglob("*")
+                if path.is_file() and "node_modules" not in path.parts and not path.name.startswith(".")
+            ]
+    return sorted(found)
+
+
+def example_meaning(path: Path) -> str:
+    # // and /* */ comments read the same in JavaScript and Go as in Java.
+    return java_meaning(path.read_text()) if path.suffix in EXAMPLE_SUFFIXES else path.read_text()
+
+
+def toolchain_versions(langs) -> dict[str, str]:
+    """The version each toolchain prints ("v20.19.5", "go version go1.23.4 linux/amd64"), "absent"
+    without one: a chapter measured without node is measured again once node is there."""
+    out = {}
+    for lang in sorted(langs):
+        argv, setting = TOOLCHAINS[lang], os.environ.get(TOOLCHAIN_VARS[lang], "")
+        if setting.lower() == "off":
+            out[lang] = "off"
+            continue
+        found = setting if lang == "go" and setting else shutil.which(argv[0])
+        try:
+            done = subprocess.run([found, *argv[1:]], capture_output=True, text=True, timeout=30) if found else None
+        except (OSError, subprocess.TimeoutExpired):
+            done = None
+        out[lang] = done.stdout.strip() if done and done.returncode == 0 else "absent"
+    return out
+
+
 def sources(notebook: Path, aliases: list[str]) -> dict:
     """The chapter's own inputs by meaning: its notebook, the pipelab modules it reaches, the Java
     sources of the `aliases` it ran, and the lock (what the committed reference run records, machine
@@ -298,19 +348,24 @@ def sources(notebook: Path, aliases: list[str]) -> dict:
         )
         for path, names in python_parts(notebook).items()
     }
-    return {
+    out = {
         "notebook": _sha(meaning(notebook)),
         "python": python,
         "aliases": sorted(set(aliases)),
         "java": digests(java_files(aliases)),
         "lock": _sha(lock_meaning()),
     }
+    examples = example_files(notebook)
+    if examples:  # only then: the other chapters' keys stay as they were
+        out["examples"] = {_name(path): _sha(example_meaning(path)) for path in examples}
+        out["toolchains"] = toolchain_versions({path.relative_to(REPO).parts[2] for path in examples})
+    return out
 
 
 def changes(made_from: dict, now: dict) -> list[str]:
     """What differs between two `sources` records, file by file (empty when the chapter is current)."""
-    found = [part for part in ("notebook", "lock", "aliases") if made_from.get(part) != now.get(part)]
-    for part in ("python", "java"):
+    found = [part for part in ("notebook", "lock", "aliases", "toolchains") if made_from.get(part) != now.get(part)]
+    for part in ("python", "java", "examples"):
         old, new = made_from.get(part) or {}, now.get(part) or {}
         if not isinstance(old, dict):  # a record from before files were named one by one
             found.append(part)

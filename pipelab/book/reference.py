@@ -109,7 +109,9 @@ def run_sources(chapter: str) -> dict:
             f"No record of what chapter {int(chapter[2:])}'s last run was made from (build/inputs); "
             "`make reference` measures it and records it."
         )
-    return {part: last[part] for part in ("notebook", "python", "aliases", "java", "lock")}
+    # "examples" and "toolchains": only a chapter with Node or Go examples records them (inputs.sources).
+    parts = ("notebook", "python", "aliases", "java", "lock", "examples", "toolchains")
+    return {part: last[part] for part in parts if part in last}
 
 
 def current_sources(reference: Path | None = None) -> dict:

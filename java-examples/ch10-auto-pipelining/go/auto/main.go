@@ -1,0 +1,380 @@
+// Chapter 10, Go: auto-pipelining, the trade-off curve. For each count of concurrent callers
+// (goroutines), every client below serves all of them, each caller GETting one small key under
+// pipelab:ch10:go: in a loop, awaiting each reply, for `size` milliseconds per sample:
+//
+//	rueidis    auto     the default: a connection's commands go straight out while one caller uses it,
+//	                    through a write goroutine and a read goroutine once callers overlap (pipe.go);
+//	rueidis    always   AlwaysPipelining: through those goroutines from the first command;
+//	rueidis    pool     DisableAutoPipelining: a pooled connection per call, as go-redis's pool;
+//	go-redis   pool     the default: one pooled connection per concurrent caller (PoolSize = callers);
+//	go-redis   auto     Client.AutoPipeline(), go-redis's autopipeliner (experimental at this version);
+//	valkey-go  auto     the default of rueidis's fork.
+//
+// The modes of one caller count take turns round by round after `warmup` rounds (of half-length
+// samples). A sample is bounded by time; its seconds are rescaled to the mode's mean operations per sample (the `ops` it reports),
+// so every sample of a mode times the same work. Around each sample the server's INFO gives its reads
+// and commands, CLIENT LIST the client's connections (each client names its own).
+//
+// Modes are <client>_<mode>_c<callers> (goredis_pool_c16); fields: client, mode, callers, rtt_ms
+// (as passed), p50_us and p99_us (per GET, over the samples), reads and commands (per sample),
+// cmds_per_read, connections, cpu_us_per_op (this process's CPU per GET).
+//
+// With holMs > 0 two more parts, on rueidis, run after the curve (facts only):
+//
+//   - head-of-line: `readers` goroutines GET the small key on one connection for holMs, alone, with a
+//     loop of GETs of a `bigBytes` value on the SAME connection, and with that loop on a second
+//     client: hol_<alone|shared|separate>_<p50_us|p99_us|max_us|gets>, hol_big_gets_<case>;
+//
+//   - big DoMulti: the readers beside a loop of DoMulti calls of 1,999 and of 2,000 GETs
+//     (rueidis.DefaultBlockingPipeline): multi_<below|at>_<p50_us|p99_us|gets|batches|connections>,
+//     connections being the most CLIENT LIST showed for the client while the batches ran.
+//
+//     go run ./auto [host] [port] [sampleMs] [repeat] [warmup] [callers] [rttMs] [valueBytes] [holMs] [bigBytes] [readers]
+//     e.g. (in java-examples/ch10-auto-pipelining/go)  go run ./auto 127.0.0.1 6379 150 2 1 1,4,16,64,256 0 16 500 8000000 8
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/valkey-io/valkey-go"
+
+	"pipelab/ch10/lab"
+)
+
+const example = "ch10-go-auto"
+
+// subject is one client in one mode: its GET, and the name its connections carry.
+type subject struct {
+	client, mode, conn string
+	get                func(ctx context.Context, key string) error
+	close              func()
+}
+
+func (s subject) slug() string { return strings.ReplaceAll(s.client, "-", "") + "_" + s.mode }
+
+// --8<-- [start:clients]
+func rueidisClient(addr string, l lab.Login, name string, tune func(*rueidis.ClientOption)) rueidis.Client {
+	opt := rueidis.ClientOption{InitAddress: []string{addr}, Username: l.User, Password: l.Password,
+		SelectDB: l.DB, TLSConfig: l.TLS, ClientName: name}
+	tune(&opt)
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		lab.Stop(4, "rueidis cannot reach Redis at %s: %v.", addr, err)
+	}
+	return c
+}
+
+func subjects(addr string, l lab.Login, maxCallers int) []subject {
+	var out []subject
+	for _, m := range []struct {
+		mode string
+		tune func(*rueidis.ClientOption)
+	}{
+		{"auto", func(*rueidis.ClientOption) {}},
+		{"always", func(o *rueidis.ClientOption) { o.AlwaysPipelining = true }},
+		{"pool", func(o *rueidis.ClientOption) { o.DisableAutoPipelining = true }},
+	} {
+		name := "pipelab-ch10-rueidis-" + m.mode
+		c := rueidisClient(addr, l, name, m.tune)
+		out = append(out, subject{"rueidis", m.mode, name,
+			func(ctx context.Context, key string) error { return c.Do(ctx, c.B().Get().Key(key).Build()).Error() },
+			c.Close})
+	}
+
+	pooled := l.GoRedis(addr)
+	pooled.PoolSize, pooled.ClientName = maxCallers, "pipelab-ch10-goredis-pool"
+	gp := redis.NewClient(pooled)
+	out = append(out, subject{"go-redis", "pool", pooled.ClientName,
+		func(ctx context.Context, key string) error { return gp.Get(ctx, key).Err() }, func() { gp.Close() }})
+
+	auto := l.GoRedis(addr)
+	auto.ClientName = "pipelab-ch10-goredis-auto"
+	ga := redis.NewClient(auto)
+	ap, err := ga.AutoPipeline()
+	if err != nil {
+		lab.Stop(1, "go-redis's AutoPipeline failed: %v.", err)
+	}
+	out = append(out, subject{"go-redis", "auto", auto.ClientName,
+		func(ctx context.Context, key string) error { return ap.Get(ctx, key).Err() },
+		func() { ap.Close(); ga.Close() }})
+
+	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, Username: l.User,
+		Password: l.Password, SelectDB: l.DB, TLSConfig: l.TLS, ClientName: "pipelab-ch10-valkeygo-auto"})
+	if err != nil {
+		lab.Stop(4, "valkey-go cannot reach Redis at %s: %v.", addr, err)
+	}
+	out = append(out, subject{"valkey-go", "auto", "pipelab-ch10-valkeygo-auto",
+		func(ctx context.Context, key string) error { return vk.Do(ctx, vk.B().Get().Key(key).Build()).Error() },
+		vk.Close})
+	return out
+}
+
+// --8<-- [end:clients]
+
+// --8<-- [start:callers]
+// callers runs `n` goroutines that GET `key` one at a time until `d` has passed; each operation's
+// latency in microseconds, per caller, and the wall time until the last reply.
+func callers(ctx context.Context, n int, d time.Duration, key string, get func(context.Context, string) error) (
+	[][]float64, float64, error) {
+	lat := make([][]float64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for t0 := time.Now(); t0.Before(deadline); {
+				if errs[i] = get(ctx, key); errs[i] != nil {
+					return
+				}
+				t1 := time.Now()
+				lat[i] = append(lat[i], float64(t1.Sub(t0).Nanoseconds())/1e3)
+				t0 = t1
+			}
+		}(i)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	return lat, time.Since(start).Seconds(), nil
+}
+
+// --8<-- [end:callers]
+
+func main() {
+	a := lab.Parse(example, "go run ./auto [host] [port] [sampleMs] [repeat] [warmup] [callers] [rttMs] "+
+		"[valueBytes] [holMs] [bigBytes] [readers]", 150, 2)
+	counts := lab.Ints(example, "callers", a.ExtraOr(0, "1,4,16,64,256"))
+	rtt := a.ExtraOr(1, "0")
+	valueBytes := lab.Int(example, "valueBytes", a.ExtraOr(2, "16"), 1)
+	holMs := lab.Int(example, "holMs", a.ExtraOr(3, "0"), 0)
+	bigBytes := lab.Int(example, "bigBytes", a.ExtraOr(4, "8000000"), 1)
+	readers := lab.Int(example, "readers", a.ExtraOr(5, "8"), 1)
+	var rttMs float64
+	if _, err := fmt.Sscanf(rtt, "%g", &rttMs); err != nil {
+		lab.Stop(2, "%s: rttMs must be a number of milliseconds, not '%s'.", example, rtt)
+	}
+	ctx := context.Background()
+	login := lab.LoginFrom("REDIS_URL")
+	control := lab.Control(a.Addr(), login)
+	defer control.Close()
+	lab.RequireLabOnly(ctx, control, a.Addr())
+	key, big := lab.Prefix()+"go:auto:small", lab.Prefix()+"go:auto:big"
+	if err := control.Set(ctx, key, strings.Repeat("v", valueBytes), 0).Err(); err != nil {
+		lab.Stop(1, "SET failed: %v.", err)
+	}
+	defer control.Unlink(ctx, key, big)
+
+	maxCallers := 1
+	for _, c := range counts {
+		maxCallers = max(maxCallers, c)
+	}
+	subs := subjects(a.Addr(), login, maxCallers)
+	r := lab.NewReport(a)
+	r.Clients["go-redis"] = lab.Module("github.com/redis/go-redis/v9")
+	r.Clients["rueidis"] = lab.Module("github.com/redis/rueidis")
+	r.Clients["valkey-go"] = lab.Module("github.com/valkey-io/valkey-go")
+	r.Header(fmt.Sprintf("GETs of %d bytes by 1 to %d callers, %d ms per sample, RTT %s ms", valueBytes,
+		maxCallers, a.Size, rtt))
+	sample := time.Duration(a.Size) * time.Millisecond
+
+	for _, n := range counts {
+		type acc struct {
+			wall, cpu, warm []float64
+			ops             []int
+			lat             [][]float64
+			tally           lab.Tally
+			conns           int
+		}
+		got := map[string]*acc{}
+		for round := 0; round < a.Warmup+a.Repeat; round++ {
+			for _, s := range subs {
+				m := got[s.slug()]
+				if m == nil {
+					m = &acc{}
+					got[s.slug()] = m
+				}
+				before := lab.Snapshot(ctx, control)
+				c0 := lab.CPUSeconds()
+				d := sample
+				if round < a.Warmup {
+					d /= 2 // a warm-up sample, thrown away, opens connections and starts goroutines
+				}
+				lat, wall, err := callers(ctx, n, d, key, s.get)
+				cpu := lab.CPUSeconds() - c0
+				if err != nil {
+					lab.Stop(1, "%s %s with %d callers failed: %v.", s.client, s.mode, n, err)
+				}
+				if round < a.Warmup {
+					m.warm = append(m.warm, wall)
+					continue
+				}
+				m.tally.Add(lab.Snapshot(ctx, control).Since(before))
+				m.conns = max(m.conns, lab.Connections(ctx, control, s.conn))
+				ops := 0
+				for _, l := range lat {
+					ops += len(l)
+				}
+				m.wall, m.cpu, m.ops = append(m.wall, wall), append(m.cpu, cpu), append(m.ops, ops)
+				m.lat = append(m.lat, lat...)
+			}
+		}
+		var group []string
+		for _, s := range subs {
+			m, mode := got[s.slug()], fmt.Sprintf("%s_c%d", s.slug(), n)
+			total, cpuTotal := 0, 0.0
+			for i := range m.ops {
+				total, cpuTotal = total+m.ops[i], cpuTotal+m.cpu[i]
+			}
+			ops := max(1, total/len(m.ops))
+			wall := make([]float64, len(m.wall))
+			for i := range m.wall { // the time this sample's rate takes for the mode's mean operations
+				wall[i] = m.wall[i] * float64(ops) / float64(max(1, m.ops[i]))
+			}
+			commands, reads, calls := m.tally.PerSample()
+			lat := lab.Sorted(m.lat...)
+			r.Wire[mode] = calls
+			r.Mode(mode, ops, wall, m.cpu, m.warm, map[string]any{"client": s.client, "mode": s.mode,
+				"callers": n, "rtt_ms": rttMs, "p50_us": lab.Percentile(lat, 50), "p99_us": lab.Percentile(lat, 99),
+				"reads": reads, "commands": commands, "cmds_per_read": float64(commands) / float64(max(1, reads)),
+				"connections": m.conns, "cpu_us_per_op": cpuTotal / float64(max(1, total)) * 1e6})
+			group = append(group, mode)
+		}
+		r.Pair(group)
+	}
+	for _, s := range subs {
+		s.close()
+	}
+	if holMs > 0 {
+		d := time.Duration(holMs) * time.Millisecond
+		headOfLine(ctx, r, a.Addr(), login, control, key, big, bigBytes, readers, d)
+		bigMulti(ctx, r, a.Addr(), login, control, key, readers, d)
+	}
+	r.Finish()
+}
+
+// oneWire keeps a rueidis client to a single pipelined connection (PipelineMultiplex below 0).
+func oneWire(o *rueidis.ClientOption) { o.PipelineMultiplex = -1 }
+
+// get is a caller's GET of k on c, whatever key it is handed.
+func get(c rueidis.Client, k string) func(context.Context, string) error {
+	return func(ctx context.Context, _ string) error { return c.Do(ctx, c.B().Get().Key(k).Build()).Error() }
+}
+
+// --8<-- [start:hol]
+// headOfLine times `readers` small GETs on one rueidis connection alone, beside a loop of big GETs
+// on the same connection, and beside that loop on another client.
+func headOfLine(ctx context.Context, r *lab.Report, addr string, l lab.Login, control *redis.Client,
+	key, big string, bigBytes, readers int, d time.Duration) {
+	if err := control.Set(ctx, big, strings.Repeat("b", bigBytes), 0).Err(); err != nil {
+		lab.Stop(1, "SET of the big value failed: %v.", err)
+	}
+	shared := rueidisClient(addr, l, "pipelab-ch10-hol", oneWire)
+	other := rueidisClient(addr, l, "pipelab-ch10-hol-other", oneWire)
+	defer shared.Close()
+	defer other.Close()
+	r.Fact("hol_big_bytes", bigBytes)
+	r.Fact("hol_readers", readers)
+	for _, c := range []struct {
+		name   string
+		beside rueidis.Client
+	}{{"alone", nil}, {"shared", shared}, {"separate", other}} {
+		var done atomic.Bool
+		var bigs int64
+		var wg sync.WaitGroup
+		if c.beside != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !done.Load() {
+					if err := get(c.beside, big)(ctx, ""); err != nil {
+						lab.Stop(1, "GET of the big value failed: %v.", err)
+					}
+					bigs++
+				}
+			}()
+		}
+		lat, _, err := callers(ctx, readers, d, key, get(shared, key))
+		done.Store(true)
+		wg.Wait()
+		if err != nil {
+			lab.Stop(1, "The readers' GETs failed: %v.", err)
+		}
+		all := lab.Sorted(lat...)
+		r.Fact("hol_"+c.name+"_p50_us", lab.Percentile(all, 50))
+		r.Fact("hol_"+c.name+"_p99_us", lab.Percentile(all, 99))
+		r.Fact("hol_"+c.name+"_max_us", lab.Percentile(all, 100))
+		r.Fact("hol_"+c.name+"_gets", len(all))
+		r.Fact("hol_big_gets_"+c.name, bigs)
+	}
+}
+
+// --8<-- [end:hol]
+
+// --8<-- [start:bigmulti]
+// bigMulti times the readers beside DoMulti batches just under and at the size rueidis hands to a
+// dedicated connection, and counts the client's connections while the batches run.
+func bigMulti(ctx context.Context, r *lab.Report, addr string, l lab.Login, control *redis.Client,
+	key string, readers int, d time.Duration) {
+	for _, c := range []struct {
+		name  string
+		batch int
+	}{{"below", rueidis.DefaultBlockingPipeline - 1}, {"at", rueidis.DefaultBlockingPipeline}} {
+		name := "pipelab-ch10-multi-" + c.name
+		client := rueidisClient(addr, l, name, oneWire)
+		batch := make(rueidis.Commands, c.batch)
+		var done atomic.Bool
+		var batches, conns int64
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { // the big batches, one after another
+			defer wg.Done()
+			for !done.Load() {
+				for i := range batch {
+					batch[i] = client.B().Get().Key(key).Build()
+				}
+				for _, resp := range client.DoMulti(ctx, batch...) {
+					if err := resp.Error(); err != nil {
+						lab.Stop(1, "DoMulti of %d GETs failed: %v.", c.batch, err)
+					}
+				}
+				batches++
+			}
+		}()
+		go func() { // what the server sees meanwhile
+			defer wg.Done()
+			for !done.Load() {
+				conns = max(conns, int64(lab.Connections(ctx, control, name)))
+				time.Sleep(d / 20)
+			}
+		}()
+		lat, _, err := callers(ctx, readers, d, key, get(client, key))
+		done.Store(true)
+		wg.Wait()
+		client.Close()
+		if err != nil {
+			lab.Stop(1, "The readers' GETs failed: %v.", err)
+		}
+		all := lab.Sorted(lat...)
+		r.Fact("multi_"+c.name+"_batch", c.batch)
+		r.Fact("multi_"+c.name+"_p50_us", lab.Percentile(all, 50))
+		r.Fact("multi_"+c.name+"_p99_us", lab.Percentile(all, 99))
+		r.Fact("multi_"+c.name+"_gets", len(all))
+		r.Fact("multi_"+c.name+"_batches", batches)
+		r.Fact("multi_"+c.name+"_connections", conns)
+	}
+}
+
+// --8<-- [end:bigmulti]

@@ -1,0 +1,383 @@
+"""Section 2: the auto-pipelining curve. Concurrent callers on one client, 1 to 256, at 0 and 1 ms RTT:
+ops/s, p50 and p99 per operation, commands per server read, client CPU. GLIDE (Python) is measured here,
+Lettuce's shared connection, a Jedis pool and GLIDE (Java) through chapter 7's examples, the Node and Go
+clients through their examples (node.py, go.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import statistics
+import time
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from ... import observe, plots
+from ...measure import Measurement
+from ...params import Size
+from ...results import md_table, quantity, rate_figure, ratio_figure
+from ..ch07.common import LoopThread
+from ..ch07.glide import glide_client
+from ..ch07.mux import HOL_LIST, HOL_READERS
+from .common import LANGUAGES, PREFIX, as_runs, language, slug
+from .parameters import CALLERS, POINT_MS, REPEAT_AUTO, RTTS_MS, VALUE_BYTES
+
+KEY = PREFIX + "auto:small"
+OPS_UNIT = 1_000  # a time-bounded sample is kept as the seconds 1,000 operations took
+# Chapter 7's Java examples INCR a counter (not GET): per RTT, INCRs per client and caller count, so
+# that one caller at 1 ms ends in about a third of a second (the two JVMs per RTT took 88 s with 800).
+JAVA_N = {0: Size(full=2_000, quick=1_000), 1: Size(full=300, quick=200)}
+# Two JVMs per RTT cost about 30 s even at quick sizes: the quick run leaves the Java rows out.
+JAVA_RTTS_MS = Size(full=RTTS_MS, quick=())
+HOL_MS_JAVA = Size(full=300, quick=200)  # Lettuce's head-of-line readers, per case
+JAVA_MODES = {"lettuce": ("Lettuce", "shared connection"), "jedis_pool": ("Jedis", "pool of T connections")}
+
+
+# --8<-- [start:glide_callers]
+async def callers_get(client, callers: int, seconds: float) -> list[float]:
+    """`callers` coroutines on ONE client, each GETting the small key and awaiting it, again and
+    again for `seconds`; every GET's latency in seconds. No caller pipelines: whatever the client
+    finds queued when its socket is free leaves together."""
+    stop = time.perf_counter() + seconds
+    latencies: list[float] = []
+
+    async def caller():
+        while (start := time.perf_counter()) < stop:
+            await client.get(KEY)
+            latencies.append(time.perf_counter() - start)
+
+    await asyncio.gather(*(caller() for _ in range(callers)))
+    return latencies
+
+
+# --8<-- [end:glide_callers]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def glide_point(loop: LoopThread, client, endpoint, callers: int, rtt_ms: float, seconds: float, repeat: int):
+    """One point of GLIDE (Python)'s curve: `repeat` time-bounded samples after one warm-up."""
+    loop.run(callers_get(client, callers, seconds / 2))  # warm-up, untimed
+    samples, cpu, latencies = [], [], []
+    counters = observe.Counters(endpoint)
+    with counters.measure() as delta:
+        for _ in range(repeat):
+            cpu0, t0 = time.process_time(), time.perf_counter()
+            lat = loop.run(callers_get(client, callers, seconds))
+            wall, spent = time.perf_counter() - t0, time.process_time() - cpu0
+            samples.append(wall / len(lat) * OPS_UNIT)
+            cpu.append(spent / len(lat) * OPS_UNIT)
+            latencies += lat
+    counters.close()
+    v = delta.values
+    return Measurement(
+        f"GLIDE (Python) {callers} callers +{rtt_ms:g} ms",
+        OPS_UNIT,
+        samples,
+        {
+            "client": "GLIDE (Python)",
+            "mode": "one client",
+            "operation": "GET",
+            "callers": callers,
+            "rtt_ms": rtt_ms,
+            "p50_us": percentile(latencies, 0.5) * 1e6,
+            "p99_us": percentile(latencies, 0.99) * 1e6,
+            "cmds_per_read": v["total_commands_processed"] / max(v["total_reads_processed"], 1),
+            "client_cpu_s": cpu,
+        },
+    )
+
+
+def measure_python_auto(lab) -> list[Measurement]:
+    """GLIDE (Python)'s curve: one client, each caller count, each RTT."""
+    seconds, repeat, out = lab.size(POINT_MS) / 1e3, lab.size(REPEAT_AUTO), []
+    with lab.client() as r:
+        r.set(KEY, "v" * VALUE_BYTES)
+    with LoopThread() as loop:
+        for rtt in RTTS_MS:
+            if rtt and not lab.rtt_available:
+                continue
+            with lab.rtt(rtt) as link:
+                client = loop.run(glide_client(link.endpoint))
+                try:
+                    for callers in CALLERS:
+                        out.append(glide_point(loop, client, lab.endpoint, callers, rtt, seconds, repeat))
+                finally:
+                    loop.run(client.close())
+    with lab.client() as r:
+        r.delete(KEY)
+    return out
+
+
+def measure_java_auto(lab) -> dict:
+    """Lettuce's shared connection and a Jedis pool (ch07-mux), GLIDE for Java (ch07-glide), at
+    chapter 10's caller counts, per RTT: {rtt_ms: (mux run, glide run)}."""
+    callers, repeat, out = ",".join(map(str, CALLERS)), lab.size(REPEAT_AUTO), {}
+    for rtt in lab.size(JAVA_RTTS_MS):
+        if rtt and not lab.rtt_available:
+            continue
+        n = lab.size(JAVA_N[rtt])
+        with lab.rtt(rtt) as link:
+            mux = lab.java("ch07-mux", n, repeat, 1, callers, HOL_LIST, HOL_READERS, lab.size(HOL_MS_JAVA), link=link)
+            # No cluster ("-"), and batches of a token size: only the shared-client part is read here.
+            glide = lab.java("ch07-glide", 100, 1, 1, callers, "-", n, 1_000, link=link)
+        out[rtt] = (mux, glide)
+    return out
+
+
+def java_points(java: dict) -> list[Measurement]:
+    """The Java runs as points of the curve, shaped like the others (they INCR where the others GET)."""
+    out = []
+    for rtt, (mux, glide) in java.items():
+        for run, modes in ((mux, JAVA_MODES), (glide, {"glide": ("GLIDE (Java)", "one client")})):
+            ms = run.measurements()
+            for prefix, (client, mode) in modes.items():
+                for t in CALLERS:
+                    m = ms.get(f"{prefix}_t{t}")
+                    if m is None:
+                        continue
+                    m.label = f"{client} {t} callers +{rtt:g} ms"
+                    m.params.update(
+                        client=client,
+                        mode=mode,
+                        operation="INCR",
+                        callers=t,
+                        rtt_ms=rtt,
+                        p50_us=None,
+                        p99_us=None,
+                        cmds_per_read=run.facts.get(f"{prefix}_t{t}_cmds_per_read"),
+                    )
+                    out.append(m)
+    return out
+
+
+# Head-of-line facts: "hol_[<client>_]<case>_<p50|p99>_us", the case alone, shared (the big reply on the
+# same connection) or separate (on another one). Chapter 7's Lettuce example and the Go example (rueidis)
+# name no client; the Node example names ioredis and noderedis.
+HOL_FACT = re.compile(r"^hol_(?:(?P<client>[a-z0-9]+)_)?(?P<case>alone|shared|separate)_(?P<stat>p50|p99)_us$")
+HOL_CASES = {"alone": "alone", "shared": "big reply on the same connection", "separate": "big reply elsewhere"}
+HOL_CLIENTS = {"ioredis": "ioredis (auto-pipelining on)", "noderedis": "node-redis"}
+
+
+def hol_from_facts(facts: dict, client: str | None = None) -> dict:
+    """{client: {case: [p50_us, p99_us]}} from an example's facts; `client` for facts that name none."""
+    out: dict = {}
+    for name, value in facts.items():
+        m = HOL_FACT.match(name)
+        if m and value is not None and (m["client"] or client):
+            who = HOL_CLIENTS.get(m["client"], m["client"]) if m["client"] else client
+            pair = out.setdefault(who, {}).setdefault(m["case"], [None, None])
+            pair[0 if m["stat"] == "p50" else 1] = value
+    return out
+
+
+def _facts(run) -> dict:
+    runs = run if isinstance(run, list | tuple) else [run]
+    return {k: v for one in runs if one is not None for k, v in one.facts.items()}
+
+
+def hol_cases(java: dict, node=None, go=None) -> dict:
+    """Every client's head-of-line case: Lettuce's from chapter 7's example at 0 ms, ioredis's and
+    node-redis's from the Node example, rueidis's from the Go one (None where a toolchain is missing)."""
+    out = hol_from_facts(java[0][0].facts, "Lettuce") if 0 in java else {}
+    return out | hol_from_facts(_facts(node)) | hol_from_facts(_facts(go), "rueidis")
+
+
+def hol_summary(hol: dict) -> dict:
+    """`<client>_hol_<case>_p50` / `_p99`, and `<client>_hol_p99_ratio`: p99 behind the big reply on
+    the same connection ÷ on another connection."""
+    out = {}
+    for client, cases in hol.items():
+        for case, (p50, p99) in cases.items():
+            for stat, value in (("p50", p50), ("p99", p99)):
+                if value is not None:
+                    out[f"{slug(client)}_hol_{case}_{stat}"] = quantity(value, "us", f"{value:,.0f} µs")
+        shared, separate = cases.get("shared", [None, None])[1], cases.get("separate", [None, None])[1]
+        if shared and separate:
+            out[f"{slug(client)}_hol_p99_ratio"] = quantity(shared / separate, "x")
+    return out
+
+
+def auto_points(*runs) -> list[Measurement]:
+    """Every point of the curve in one list, from lists of Measurements and the examples' runs."""
+    out = []
+    for run in runs:
+        for m in as_runs(run):
+            p = m.params
+            if "callers" not in p:  # an example's other modes (head-of-line) are not points of the curve
+                continue
+            p["callers"], p["rtt_ms"] = int(p["callers"]), float(p["rtt_ms"])
+            m.label = f"{p['client']} {p['mode']} {p['callers']} callers +{p['rtt_ms']:g} ms"
+            out.append(m)
+    return out
+
+
+def cpu_us_per_op(m: Measurement) -> float | None:
+    if m.params.get("cpu_us_per_op") is not None:  # the Node and Go examples give it per operation
+        return float(m.params["cpu_us_per_op"])
+    cpu = m.params.get("client_cpu_s")
+    if not cpu:
+        return None
+    return statistics.median(cpu) / m.ops * 1e6
+
+
+def series(points: list[Measurement]) -> dict:
+    """{(client, mode): {(rtt_ms, callers): Measurement}}, clients in the chapter's language order."""
+    out: dict = {}
+    order = [c for clients in LANGUAGES.values() for c in clients]
+    for m in sorted(points, key=lambda m: order.index(m.params["client"]) if m.params["client"] in order else 99):
+        out.setdefault((m.params["client"], m.params["mode"]), {})[(m.params["rtt_ms"], m.params["callers"])] = m
+    return out
+
+
+def _us(value) -> str:
+    return f"{value:,.0f} µs" if value is not None else "–"
+
+
+def auto_table(points: list[Measurement]) -> str:
+    rows = []
+    for (client, mode), curve in series(points).items():
+        for (rtt, callers), m in sorted(curve.items()):
+            rate, cpr, cpu = rate_figure(m), m.params.get("cmds_per_read"), cpu_us_per_op(m)
+            rows.append(
+                [
+                    client if "(" in client else f"{client} ({language(client)})",
+                    mode,
+                    f"{rtt:g} ms",
+                    callers,
+                    rate["text"] + (f" ({rate['interval_text']})" if "interval_text" in rate else ""),
+                    _us(m.params.get("p50_us")),
+                    _us(m.params.get("p99_us")),
+                    f"{cpr:.2f}" if cpr is not None else "–",
+                    f"{cpu:,.1f} µs" if cpu is not None else "–",
+                ]
+            )
+    return md_table(
+        ["Client", "Mode", "RTT", "Callers", "ops/s (95% interval)", "p50", "p99", "Commands per server read",
+         "Client CPU per op"],
+        rows,
+    )  # fmt: skip
+
+
+# The comparisons the prose makes: (name, the auto-pipelined client-mode, what it is set against).
+PAIRS = (
+    ("ioredis", ("ioredis", "auto"), ("ioredis", "off")),
+    ("rueidis", ("rueidis", "auto"), ("rueidis", "pool")),
+    ("goredis", ("go-redis", "auto"), ("go-redis", "pool")),
+    ("rueidis_vs_goredis", ("rueidis", "auto"), ("go-redis", "pool")),
+    ("lettuce_vs_jedis", ("Lettuce", "shared connection"), ("Jedis", "pool of T connections")),
+)
+
+
+def pair_figures(curves: dict) -> dict:
+    """Per pair and RTT: `<pair>_gain_r<rtt>_c<callers>` (ops/s of the auto-pipelined one ÷ the other's,
+    with its interval, paired where the example interleaved them) at every caller count, `_gain_r<rtt>`
+    at the most callers, and `<pair>_p50_cost_r<rtt>` (p50 of the auto-pipelined ÷ the other's, one caller)."""
+    out = {}
+    for name, auto, plain in PAIRS:
+        a, b = curves.get(auto, {}), curves.get(plain, {})
+        for rtt, callers in sorted(a.keys() & b.keys()):
+            fast, slow = a[(rtt, callers)], b[(rtt, callers)]
+            gain = ratio_figure(slow, fast, fast.ops / slow.ops)
+            out[f"{name}_gain_r{rtt:g}_c{callers}"] = gain
+            if callers == max(CALLERS):
+                out[f"{name}_gain_r{rtt:g}"] = gain
+            p50a, p50b = fast.params.get("p50_us"), slow.params.get("p50_us")
+            if callers == min(CALLERS) and p50a and p50b:
+                out[f"{name}_p50_cost_r{rtt:g}"] = quantity(p50a / p50b, "x")
+    return out
+
+
+def point_key(m: Measurement) -> str:
+    p = m.params
+    return f"{slug(p['client'])}_{slug(p['mode'])}_r{p['rtt_ms']:g}_c{p['callers']}"
+
+
+def auto_summary(points: list[Measurement]) -> dict:
+    """Per point (`<client>_<mode>_r<rtt>_c<callers>`): `_ops` (with its interval), `_p50`, `_p99`,
+    `_cpr` (commands per server read), `_cpu` (client CPU per operation); per client-mode and RTT,
+    `_r<rtt>_gain`, ops/s at the most callers ÷ at one caller; and the pairs' figures (pair_figures)."""
+    out = {
+        "callers": quantity(0, "count", ", ".join(map(str, CALLERS))),
+        "most_callers": quantity(max(CALLERS), "count"),
+    }
+    for (client, mode), curve in series(points).items():
+        for m in curve.values():
+            key, p = point_key(m), m.params
+            out[f"{key}_ops"] = rate_figure(m)
+            for stat in ("p50", "p99"):
+                if p.get(f"{stat}_us") is not None:
+                    out[f"{key}_{stat}"] = quantity(p[f"{stat}_us"], "us", f"{p[f'{stat}_us']:,.0f} µs")
+            if p.get("cmds_per_read") is not None:
+                out[f"{key}_cpr"] = quantity(p["cmds_per_read"], "num", f"{p['cmds_per_read']:.2f}")
+            if (cpu := cpu_us_per_op(m)) is not None:
+                out[f"{key}_cpu"] = quantity(cpu, "us", f"{cpu:,.1f} µs")
+        for rtt in {r for r, _ in curve}:
+            one, most = curve.get((rtt, min(CALLERS))), curve.get((rtt, max(CALLERS)))
+            if one and most:
+                gain = most.ops_per_s / one.ops_per_s
+                out[f"{slug(client)}_{slug(mode)}_r{rtt:g}_gain"] = quantity(gain, "x")
+    return out | pair_figures(series(points))
+
+
+@plots.draws("ch10/auto")
+def auto_plot(doc: dict) -> Figure:
+    points = [m for m in doc["measurements"] if "callers" in m.params]
+    rtts = sorted({m.params["rtt_ms"] for m in points}) or [0]
+    fig, axes = plt.subplots(2, len(rtts), figsize=(5.5 * len(rtts), 8), squeeze=False, sharex=True)
+    curves = series(points)
+    colors = plt.get_cmap("tab20").colors
+    markers = {"Python": "o", "Java": "s", "Node.js": "^", "Go": "D"}  # a marker per language
+    for col, rtt in enumerate(rtts):
+        for i, ((client, mode), curve) in enumerate(curves.items()):
+            xs = sorted(c for r, c in curve if r == rtt)
+            if not xs:
+                continue
+            style = {
+                "color": colors[i % len(colors)],
+                "marker": markers.get(language(client), "o"),
+                "label": f"{client}, {mode}",
+            }
+            axes[0][col].plot(xs, [curve[(rtt, c)].ops_per_s for c in xs], **style)
+            p99 = [(c, curve[(rtt, c)].params.get("p99_us")) for c in xs]
+            p99 = [(c, v / 1e3) for c, v in p99 if v is not None]
+            if p99:
+                axes[1][col].plot(*zip(*p99), **style)
+        axes[0][col].set_title(f"+{rtt:g} ms RTT")
+        axes[0][col].set_ylabel("operations per second")
+        axes[1][col].set_ylabel("p99 latency, ms (log)")
+        axes[1][col].set_yscale("log")
+        axes[1][col].yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+        axes[1][col].yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axes[1][col].yaxis.set_minor_formatter(NullFormatter())  # labelled minor ticks overlap on a log axis
+        axes[1][col].set_xlabel("concurrent callers on one client (log)")
+        for ax in (axes[0][col], axes[1][col]):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(CALLERS, [str(c) for c in CALLERS])
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=9)
+    fig.suptitle("Auto-pipelining: throughput and p99 against concurrent callers")
+    fig.tight_layout(rect=(0, 0.14, 1, 1))  # the legend's rows below the axes, clear of their labels
+    return fig
+
+
+AUTO_ALT = (
+    "Two rows of line charts, one column per RTT: operations per second (top) and p99 latency (bottom) against "
+    "1 to 256 concurrent callers on one client, one line per client and mode"
+)
+
+
+def hol_table(hol: dict) -> str:
+    """{client: {case: (p50_us, p99_us)}}: small GETs alone, behind a big reply on the same connection,
+    and with the big reply on another connection."""
+    rows = [
+        [client if i == 0 else "", HOL_CASES.get(case, case), _us(p50), _us(p99)]
+        for client, cases in hol.items()
+        for i, (case, (p50, p99)) in enumerate(cases.items())
+    ]
+    return md_table(["Client", "Small GETs", "p50", "p99"], rows)

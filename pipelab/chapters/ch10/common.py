@@ -1,0 +1,50 @@
+"""Chapter 10's shared parts: its key prefix, the clients' languages, and the runs in one shape."""
+
+from __future__ import annotations
+
+import re
+
+from ...measure import Measurement
+from ...server import PREFIX as LAB_PREFIX
+
+PREFIX = LAB_PREFIX + "ch10:"
+
+# The language of each client the chapter measures, in the order its tables list them.
+LANGUAGES = {
+    "Python": ("redis-py", "GLIDE (Python)"),
+    "Java": ("Jedis", "Lettuce", "GLIDE (Java)"),
+    "Node.js": ("ioredis", "node-redis", "GLIDE (Node)"),
+    "Go": ("go-redis", "rueidis", "valkey-go"),
+}
+
+
+# What the examples call a client, as the chapter's tables name it.
+CLIENT_NAMES = {"glide": "GLIDE (Node)", "noderedis": "node-redis"}
+
+
+def language(client: str) -> str:
+    for lang, clients in LANGUAGES.items():
+        if client in clients or any(client.lower().startswith(c.lower()) for c in clients):
+            return lang
+    return "Node.js" if "node" in client.lower() else "Go" if "go" in client.lower() else "other"
+
+
+def slug(text: str) -> str:
+    """A results key's part: "node-redis" → node_redis, "GLIDE (Python)" → glide_python."""
+    return re.sub(r"[^a-z0-9]+", "_", str(text).lower()).strip("_")
+
+
+def as_runs(run) -> list[Measurement]:
+    """Measurements from what a measure function returned: a list of them, an example's run (its
+    measurements carry the example's fields as params), a list of runs, or None (no toolchain)."""
+    if run is None:
+        return []
+    if isinstance(run, Measurement):
+        return [run]
+    if isinstance(run, list | tuple):
+        return [m for one in run for m in as_runs(one)]
+    out = list(run.measurements().values())
+    for m in out:
+        if "client" in m.params:
+            m.params["client"] = CLIENT_NAMES.get(m.params["client"], m.params["client"])
+    return out

@@ -1,0 +1,147 @@
+"""Chapter 10's Go examples (java-examples/ch10-auto-pipelining/go), run by pipelab.golang: explicit pipelines
+(go-redis, rueidis), the auto-pipelining curve (rueidis in three modes, go-redis's pool and autopipeliner,
+valkey-go) with rueidis's head-of-line and big-DoMulti cases, and go-redis's cluster pipeline. Each
+measure function returns the example's run, or None where Go is missing (toolchains.toolchain_note
+says so)."""
+
+from __future__ import annotations
+
+from ... import golang
+from ...host import Unavailable
+from ...jbang import JavaRun
+from ...results import quantity
+from .parameters import (
+    BIG_BYTES,
+    CALLERS,
+    GO_HOL_MS,
+    GO_READERS,
+    GO_SAMPLE_MS,
+    N_EXPLICIT,
+    REPEAT,
+    REPEAT_AUTO,
+    RTTS_MS,
+    VALUE_BYTES,
+    WARMUP,
+)
+
+
+def _go_ready() -> bool:
+    try:
+        golang.require_go()
+    except Unavailable:
+        return False
+    return True
+
+
+def measure_go_explicit(lab) -> JavaRun | None:
+    """go-redis one by one, Pipelined and TxPipelined, rueidis one by one and DoMulti: PINGs and SADDs."""
+    if not _go_ready():
+        return None
+    return golang.run_example(
+        "explicit", lab.endpoint, lab.size(N_EXPLICIT), lab.size(REPEAT), lab.size(WARMUP), "ping,sadd"
+    )
+
+
+def measure_go_auto(lab) -> JavaRun | None:
+    """The curve at each RTT the lab can inject (one run each, its modes suffixed _rtt<ms>), with the
+    head-of-line and big-DoMulti cases in the 0 ms run only."""
+    if not _go_ready():
+        return None
+    runs = {}
+    for rtt in RTTS_MS:
+        if rtt and not lab.rtt_available:
+            continue  # no toxiproxy: the 0 ms curve alone (lab.proxy_note says why)
+        with lab.rtt(rtt) as link:
+            runs[rtt] = golang.run_example(
+                "auto",
+                link.endpoint,
+                lab.size(GO_SAMPLE_MS),
+                lab.size(REPEAT_AUTO),
+                1,
+                ",".join(map(str, CALLERS)),
+                rtt,
+                VALUE_BYTES,
+                lab.size(GO_HOL_MS) if rtt == 0 else 0,
+                lab.size(BIG_BYTES),
+                GO_READERS,
+            )
+    return merge_rtts(runs)
+
+
+def measure_go_cluster(lab, cluster) -> JavaRun | None:
+    """go-redis's ClusterClient on chapter 5's cluster (`cluster`: lab.cluster()): one by one against
+    Pipelined, the pipeline's split by master, and what a cross-slot MGET and TxPipelined do."""
+    if not _go_ready():
+        return None
+    node = cluster.nodes[0]
+    return golang.run_example("cluster", node, lab.size(N_EXPLICIT), lab.size(REPEAT), lab.size(WARMUP), cluster=node)
+
+
+def merge_rtts(runs: dict[float, JavaRun]) -> JavaRun:
+    """One run from the runs at each RTT: every per-mode map's keys get _rtt<ms>, facts stay as they are."""
+    merged: dict = {}
+    lines: list[str] = []
+    for rtt, run in runs.items():
+        lines += run.lines
+        data = run.data
+        for part in ("modes", "ops", "cpu_s", "warmup_s", "fields", "wire"):
+            merged.setdefault(part, {}).update({f"{mode}_rtt{rtt:g}": v for mode, v in data.get(part, {}).items()})
+        merged.setdefault("paired", {}).update(
+            {
+                f"{mode}_rtt{rtt:g}": " / ".join(f"{m}_rtt{rtt:g}" for m in group.split(" / "))
+                for mode, group in data.get("paired", {}).items()
+            }
+        )
+        merged.setdefault("facts", {}).update(data.get("facts", {}))
+        for key in ("example", "go_version", "clients", "size", "repeat", "warmup"):
+            merged.setdefault(key, data.get(key))
+    return JavaRun("go:auto", merged, lines)
+
+
+HOL_CASES = ("alone", "shared", "separate")
+MULTI_CASES = ("below", "at")
+
+
+def go_facts_summary(auto: JavaRun | None, cluster: JavaRun | None = None, explicit: JavaRun | None = None) -> dict:
+    """The Go facts as figures for the prose, under go_: rueidis's head-of-line case (hol_<case>_<stat>),
+    its DoMulti just under and at its dedicated-connection threshold (multi_<below|at>_<stat>), go-redis's
+    cluster split (cluster_node<i>_commands, cluster_node<i>_reads) and cross-slot answers, and the
+    threshold itself (rueidis_blocking_pipeline). Empty where Go was missing."""
+    out = {}
+    f = auto.facts if auto else {}
+    if "hol_alone_p99_us" in f:
+        for case in HOL_CASES:
+            for stat in ("p50", "p99", "max"):
+                out[f"go_hol_{case}_{stat}"] = quantity(f[f"hol_{case}_{stat}_us"], "us")
+            out[f"go_hol_{case}_gets"] = quantity(f[f"hol_{case}_gets"], "count")
+        out["go_hol_big_mb"] = quantity(f["hol_big_bytes"] / 1e6, "num", f"{f['hol_big_bytes'] / 1e6:.0f} MB")
+        out["go_hol_shared_vs_separate_p99"] = quantity(f["hol_shared_p99_us"] / f["hol_separate_p99_us"], "x")
+        out["go_hol_shared_vs_alone_p99"] = quantity(f["hol_shared_p99_us"] / f["hol_alone_p99_us"], "x")
+    if "multi_at_connections" in f:
+        for case in MULTI_CASES:
+            out[f"go_multi_{case}_batch"] = quantity(f[f"multi_{case}_batch"], "count")
+            out[f"go_multi_{case}_connections"] = quantity(f[f"multi_{case}_connections"], "count")
+            out[f"go_multi_{case}_batches"] = quantity(f[f"multi_{case}_batches"], "count")
+            for stat in ("p50", "p99"):
+                out[f"go_multi_{case}_{stat}"] = quantity(f[f"multi_{case}_{stat}_us"], "us")
+    e = explicit.facts if explicit else {}
+    if "rueidis_blocking_pipeline" in e:
+        out["go_rueidis_blocking_pipeline"] = quantity(e["rueidis_blocking_pipeline"], "count")
+    c = cluster.facts if cluster else {}
+    if "masters" in c:
+        out["go_cluster_masters"] = quantity(c["masters"], "count")
+        out["go_cluster_n"] = quantity(cluster.data.get("size"), "count")
+        for i in range(c["masters"]):
+            out[f"go_cluster_node{i}_commands"] = quantity(c[f"node{i}_commands"], "count")
+            out[f"go_cluster_node{i}_reads"] = quantity(c[f"node{i}_reads"], "count")
+        for name in ("crossslot_mget_error", "crossslot_tx_error"):
+            out[f"go_{name}"] = quantity(0, "count", c[name] or "none")
+        for name in (
+            "crossslot_mget_values",
+            "crossslot_mget_nodes",
+            "crossslot_mget_server_errors",
+            "crossslot_tx_execs",
+            "crossslot_tx_commands",
+        ):
+            out[f"go_{name}"] = quantity(c[name], "count")
+    return out

@@ -1,0 +1,204 @@
+"""Chapter 10: auto-pipelining across languages. Directions from the notebook's quick run, with tolerant
+bounds; the chapter without Node or Go; the tables and summaries on made-up runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelab.chapters import ch10 as chapter
+from pipelab.chapters.ch10 import auto, explicit
+from pipelab.jbang import JavaRun
+from pipelab.measure import Measurement
+from tests.conftest import saved
+
+
+@pytest.fixture(scope="module")
+def ch10(executed_notebooks):
+    return executed_notebooks["10"]
+
+
+def summary(name: str) -> dict:
+    return saved(name)["summary"]
+
+
+def measured(toolchain: str) -> None:
+    if toolchain in chapter.missing_toolchains():
+        pytest.skip(f"{toolchain} is not installed here: the chapter says so and leaves its rows out")
+
+
+# --------------------------------------------------------------------- the quick run
+
+
+@pytest.mark.parametrize(
+    "toolchain, point",
+    [
+        ("Node.js", "ioredis_auto"),
+        ("Node.js", "node_redis_default"),
+        ("Go", "rueidis_auto"),
+    ],
+)
+def test_auto_pipelining_raises_commands_per_read_above_one_under_concurrency(ch10, toolchain, point):
+    measured(toolchain)
+    s = summary("ch10/auto")
+    # At 1 ms RTT callers' commands pile up while one is on the wire; on loopback far fewer do.
+    for callers in (64, 256):
+        at = {
+            rtt: s[f"{point}_r{rtt}_c{callers}_cpr"]["value"] for rtt in (0, 1) if f"{point}_r{rtt}_c{callers}_cpr" in s
+        }
+        assert at.get(0, 0) > 1.1 and at.get(1, 2.1) > 2, (point, callers, at)
+    # one caller has nothing to send beside its command
+    assert s[f"{point}_r0_c1_cpr"]["value"] < 1.1
+
+
+def test_the_python_client_that_multiplexes_batches_too(ch10):
+    s = summary("ch10/auto")
+    assert s["glide_python_one_client_r0_c256_cpr"]["value"] > 1.05
+    assert s["glide_python_one_client_r0_c1_cpr"]["value"] < 1.05
+
+
+def test_an_explicit_pipeline_beats_one_by_one_in_every_language(ch10):
+    s = summary("ch10/explicit")
+    languages = ["python", "java"] + [slug for name, slug in (("Node.js", "node_js"), ("Go", "go"))
+                                      if name not in chapter.missing_toolchains()]  # fmt: skip
+    for language in languages:
+        for workload in ("ping", "sadd"):
+            speedup = s[f"{language}_{workload}_speedup_min"]["value"]
+            assert speedup > 2, (language, workload, speedup)
+
+
+def test_every_client_pipeline_arrives_in_few_reads(ch10):
+    measured("Node.js")
+    s = summary("ch10/explicit")
+    n = s["n"]["value"]
+    for key in ("ioredis_ping_pipeline_exec_cmds_per_read", "node_redis_ping_exec_as_pipeline_cmds_per_read"):
+        assert s[key]["value"] > n / 100, (key, s[key]["value"])
+    assert s["ioredis_ping_one_by_one_cmds_per_read"]["value"] == pytest.approx(1, abs=0.05)
+
+
+def test_the_head_of_line_case_waits_behind_the_big_reply_on_its_connection(ch10):
+    measured("Node.js")
+    s = summary("ch10/hol")
+    for client in ("ioredis_auto_pipelining_on", "node_redis"):
+        alone, shared = s[f"{client}_hol_alone_p50"]["value"], s[f"{client}_hol_shared_p50"]["value"]
+        assert shared > 2 * alone, (client, alone, shared)
+
+
+def test_go_redis_splits_a_cluster_pipeline_where_ioredis_refuses_one_across_masters(ch10):
+    measured("Node.js")
+    measured("Go")
+    s = summary("ch10/cluster")
+    go = [s[f"go_cluster_node{i}_commands"]["value"] for i in range(s["go_cluster_masters"]["value"])]
+    assert sum(go) == s["go_cluster_n"]["value"] and min(go) > 0, go
+    assert "slot" in s["ioredis_pipeline_error"]["text"] and s["ioredis_pipeline_error_sadds_run"]["value"] == 0
+    assert (
+        "CROSSSLOT" in s["go_crossslot_mget_error"]["text"]
+        and "CROSSSLOT" in s["ioredis_mget_cross_slot_error"]["text"]
+    )
+
+
+# --------------------------------------------------------------------- without Node or Go
+
+
+def test_without_node_or_go_the_chapter_says_so_and_measures_the_rest(monkeypatch):
+    monkeypatch.setenv("PIPELAB_NODE", "off")
+    monkeypatch.setenv("PIPELAB_GO", "off")
+    # No lab is needed: a missing toolchain is found before anything reaches a server.
+    for measure in (chapter.measure_node_explicit, chapter.measure_node_auto, chapter.measure_go_explicit,
+                    chapter.measure_go_auto):  # fmt: skip
+        assert measure(None) is None
+    assert chapter.measure_node_cluster(None, None) is None and chapter.measure_go_cluster(None, None) is None
+    note = chapter.toolchain_note().splitlines()
+    assert len(note) == 2, note
+    assert note[0].startswith("Node.js") and "PIPELAB_NODE=off" in note[0]
+    assert note[1].startswith("Go") and "PIPELAB_GO=off" in note[1]
+    assert all(line.count(". ") == 0 and line.endswith(".") for line in note), "one sentence each"
+    # What the notebook does with the rest.
+    ms = chapter.explicit_measurements(made_up_explicit(), None, None)
+    assert "Python" in chapter.explicit_table(ms) and "Node.js" not in chapter.explicit_table(ms)
+    points = chapter.auto_points(made_up_curve(), None, None)
+    assert chapter.auto_table(points).count("\n") == 1 + len(points)
+    assert chapter.hol_cases({}, None, None) == {}
+    assert chapter.cluster_facts(ioredis=None, **{"go-redis": None}) == {}
+
+
+# --------------------------------------------------------------------- made-up runs
+
+
+def made_up_explicit() -> list[Measurement]:
+    out = []
+    for mode, seconds in (("one_by_one", [0.10, 0.11, 0.12]), ("pipeline", [0.010, 0.011, 0.012])):
+        m = Measurement(f"redis-py ping {mode}", 1_000, seconds, paired_with="g")
+        m.params.update(client="redis-py", mode=mode, workload="ping", reads=1_000 if mode == "one_by_one" else 2,
+                        commands=1_000)  # fmt: skip
+        out.append(m)
+    return out
+
+
+def node_run() -> JavaRun:
+    modes, fields = {}, {}
+    for mode, seconds in (("one_by_one", [0.2, 0.2, 0.2]), ("promise_all", [0.02] * 3), ("multi_exec", [0.04] * 3)):
+        modes[f"ping_noderedis_{mode}"] = seconds
+        fields[f"ping_noderedis_{mode}"] = {"client": "node-redis", "mode": mode, "workload": "ping", "reads": 10,
+                                            "commands": 1_000}  # fmt: skip
+    return JavaRun("node explicit.mjs", {"size": 1_000, "modes": modes, "fields": fields})
+
+
+def test_the_explicit_summary_takes_each_clients_fastest_pipeline_against_its_one_by_one():
+    s = chapter.explicit_summary(chapter.explicit_measurements(made_up_explicit(), node_run()))
+    assert s["redis_py_ping_speedup"]["value"] == pytest.approx(10, rel=0.01)
+    assert s["node_redis_ping_speedup"]["value"] == pytest.approx(10, rel=0.01)
+    assert s["node_redis_ping_best"]["text"] == "promise_all"
+    assert s["python_ping_speedup_min"]["value"] == pytest.approx(10, rel=0.01)
+    assert s["node_js_ping_speedup_min"]["value"] == pytest.approx(10, rel=0.01)
+    assert s["redis_py_ping_pipeline_cmds_per_read"]["value"] == 500
+    assert explicit.baseline("one_by_one") and not explicit.baseline("promise_all")
+
+
+def made_up_curve() -> list[Measurement]:
+    out = []
+    for client, mode, rates, p50s in (
+        ("ioredis", "off", {1: 10_000, 256: 20_000}, {1: 80, 256: 9_000}),
+        ("ioredis", "auto", {1: 9_000, 256: 60_000}, {1: 100, 256: 4_000}),
+    ):
+        for callers, rate in rates.items():
+            m = Measurement(f"{client} {mode} {callers}", 1_000, [1_000 / rate] * 3, paired_with=f"c{callers}")
+            m.params.update(client=client, mode=mode, callers=callers, rtt_ms=0, p50_us=p50s[callers],
+                            p99_us=2 * p50s[callers], cmds_per_read=1.0 if callers == 1 else 8.0,
+                            cpu_us_per_op=12.0)  # fmt: skip
+            out.append(m)
+    return out
+
+
+def test_the_curves_summary_sets_the_auto_pipelined_mode_against_the_plain_one():
+    s = chapter.auto_summary(chapter.auto_points(made_up_curve()))
+    assert s["ioredis_gain_r0"]["value"] == pytest.approx(3, rel=0.01)
+    assert s["ioredis_gain_r0_c1"]["value"] == pytest.approx(0.9, rel=0.01)
+    assert s["ioredis_p50_cost_r0"]["value"] == pytest.approx(1.25, rel=0.01)
+    assert s["ioredis_auto_r0_c256_cpr"]["value"] == 8.0
+    assert s["ioredis_auto_r0_gain"]["value"] == pytest.approx(60_000 / 9_000, rel=0.01)
+    table = chapter.auto_table(chapter.auto_points(made_up_curve()))
+    assert "ioredis (Node.js)" in table and "12.0 µs" in table
+
+
+def test_the_curve_is_drawn_from_the_saved_document():
+    fig = auto.auto_plot({"measurements": made_up_curve()})
+    ops, p99 = fig.axes  # a column per RTT measured: one here
+    assert len(ops.lines) == len(p99.lines) == 2  # a line per client-mode
+
+
+def test_head_of_line_facts_are_read_in_each_examples_naming():
+    lettuce = {"hol_alone_p99_us": 100, "hol_shared_p99_us": 5_000, "hol_separate_p99_us": 200, "hol_gets": 3}
+    node = {"hol_ioredis_shared_p50_us": 900, "hol_noderedis_alone_p99_us": 70, "hol_big_bytes": 8}
+    found = auto.hol_from_facts(lettuce, "Lettuce") | auto.hol_from_facts(node)
+    assert found["Lettuce"]["shared"] == [None, 5_000]
+    assert found["ioredis (auto-pipelining on)"]["shared"] == [900, None]
+    assert found["node-redis"]["alone"] == [None, 70]
+    s = chapter.hol_summary(found)
+    assert s["lettuce_hol_p99_ratio"]["value"] == 25
+
+
+def test_cluster_facts_become_figures_and_text():
+    facts = chapter.cluster_facts(**{"go-redis": JavaRun("go", {"facts": {"masters": 3, "crossslot_mget_error": "x"}})})
+    s = chapter.cluster_summary(facts)
+    assert s["go_redis_masters"]["value"] == 3 and s["go_redis_crossslot_mget_error"]["text"] == "x"
+    assert "crossslot mget error" in chapter.cluster_table(facts)
