@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -21,6 +23,13 @@ from pipelab.lab import Lab, Session
 from pipelab.server import EmbeddedRedis, free_port
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def executable(path: Path, text: str) -> Path:
+    """A stand-in program (node, npm, go) the tests write: `text` dedented, made executable."""
+    path.write_text(textwrap.dedent(text))
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
 
 
 def unavailable(reason: str):

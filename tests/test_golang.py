@@ -5,8 +5,6 @@ summarise."""
 from __future__ import annotations
 
 import json
-import stat
-import textwrap
 
 import pytest
 
@@ -16,6 +14,7 @@ from pipelab.errors import LabError
 from pipelab.host import Unavailable
 from pipelab.jbang import JavaRun
 from pipelab.server import Endpoint
+from tests.conftest import executable
 
 RESULT = {
     "size": 60,
@@ -33,12 +32,6 @@ RESULT = {
     "facts": {"hol_big_bytes": 2_000_000},
     "clients": {"rueidis": "1.0.79"},
 }
-
-
-def executable(path, text: str):
-    path.write_text(textwrap.dedent(text))
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return path
 
 
 @pytest.fixture

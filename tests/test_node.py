@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import stat
-import textwrap
 
 import pytest
 
@@ -19,6 +17,7 @@ from pipelab.errors import LabError
 from pipelab.host import Unavailable
 from pipelab.jbang import JavaRun
 from pipelab.server import Endpoint
+from tests.conftest import executable
 
 RESULT = {
     "example": "ch10-auto",
@@ -35,12 +34,6 @@ RESULT = {
     "paired": {"ioredis_auto_c16": "ioredis_auto_c16 / ioredis_off_c16", "ioredis_off_c16": "x"},
     "facts": {"hol_ioredis_shared_p99_us": 9000, "hol_ioredis_separate_p99_us": 3000, "hol_ioredis_shared_p50_us": 800},
 }
-
-
-def executable(path, text: str):
-    path.write_text(textwrap.dedent(text))
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return path
 
 
 @pytest.fixture
