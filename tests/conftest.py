@@ -169,7 +169,6 @@ def after_the_lane(request, notebook_lane):
         notebook_lane.wait()
     elif request.node.get_closest_marker("measures"):
         notebook_lane.wait_for_last()
-        start_needed(request, measures=True)
 
 
 class Background:
@@ -179,7 +178,7 @@ class Background:
 
     def __init__(self, argv, env, log: Path, needed_by: str, made: Path | None = None, measures: bool = False):
         self.argv, self.env, self.log, self.needed_by, self.made = argv, env, log, needed_by, made
-        self.measures = measures  # started beside the lane's last chapter, at the ordinary priority
+        self.measures = measures  # never started beside the lane
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -298,7 +297,7 @@ def background(isolated_build, tmp_path_factory) -> dict:
             course_env,
             isolated_build / "course.log",
             "course_run",
-            measures=True,  # its checks time the solutions
+            measures=True,  # its checks time the solutions: started when first waited for, alone
         ),
         "unsolved": InThread(unsolved_java, "unsolved_java_runs"),
         "secured": Background(
