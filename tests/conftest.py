@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -138,8 +139,9 @@ def notebook_lane(isolated_build) -> NotebookLane:
 
 @pytest.fixture(scope="session", autouse=True)
 def beside_the_lane(request, notebook_lane):
-    """When the session reads the notebooks: the lane starts first, then this process yields the CPU
-    to it and starts the background work the session needs, beside it."""
+    """When the session reads the notebooks: the lane starts first; a thread that keeps the ordinary
+    priority starts the course beside the lane's last chapter; then this process yields the CPU to the
+    lane and starts the other background work the session needs."""
     if not needed_in_session(request, "executed_notebooks"):
         return
     from pipelab.jbang import require_jdk
@@ -149,26 +151,21 @@ def beside_the_lane(request, notebook_lane):
     except LabError:
         return
     notebook_lane.start()
-    if yield_cpu():
-        start_needed(request, measures=False)
-    else:
+    jobs = request.getfixturevalue("background")  # not a parameter: it would mark every test "redis"
+    needed = [job for job in jobs.values() if job.needed_by and needed_in_session(request, job.needed_by)]
+    if not yield_cpu(beside=lambda: [job.start() for job in needed if job.beside_last], until=notebook_lane.at_last):
         notebook_lane.wait()
-
-
-def start_needed(request, measures: bool) -> None:
-    for job in request.getfixturevalue("background").values():  # not a parameter: it would mark every test "redis"
-        if job.needed_by and needed_in_session(request, job.needed_by) and getattr(job, "measures", False) == measures:
+        return
+    for job in needed:
+        if not job.beside_last:
             job.start()
 
 
 @pytest.fixture(autouse=True)
 def after_the_lane(request, notebook_lane):
-    """A test that reads what the notebooks did starts once the lane is done; one that measures on
-    the session's own lab, once the lane runs its last chapter, which mostly waits."""
-    if request.node.get_closest_marker("after_lane"):
+    """A test that measures on the session's lab, or reads what the notebooks did, starts once the lane is done."""
+    if request.node.get_closest_marker("after_lane") and notebook_lane.proc is not None:  # else no lane runs
         notebook_lane.wait()
-    elif request.node.get_closest_marker("measures"):
-        notebook_lane.wait_for_last()
 
 
 class Background:
@@ -176,13 +173,16 @@ class Background:
     a test using the fixture `needed_by`, else when first waited for. `env` is called at the start (free
     ports are chosen then); `made` is what the command makes, if the tests read it."""
 
-    def __init__(self, argv, env, log: Path, needed_by: str, made: Path | None = None, measures: bool = False):
+    def __init__(self, argv, env, log: Path, needed_by: str, made: Path | None = None, beside_last: bool = False):
         self.argv, self.env, self.log, self.needed_by, self.made = argv, env, log, needed_by, made
-        self.measures = measures  # never started beside the lane
+        self.beside_last = beside_last  # at the ordinary priority, beside the lane's last chapter only
         self.proc: subprocess.Popen | None = None
+        self.lock = threading.Lock()  # started by the lane's watcher or by the first test that waits
 
     def start(self) -> None:
-        if self.proc is None:
+        with self.lock:
+            if self.proc is not None:
+                return
             with open(self.log, "w") as log:
                 self.proc = subprocess.Popen(
                     self.argv, cwd=Path(__file__).parent.parent, env=self.env(), stdout=log, stderr=subprocess.STDOUT
@@ -201,6 +201,8 @@ class Background:
 
 class InThread:
     """Background's counterpart for work done from this process: `work()` in a thread of its own."""
+
+    beside_last = False
 
     def __init__(self, work, needed_by: str):
         self.work, self.needed_by = work, needed_by
@@ -297,7 +299,7 @@ def background(isolated_build, tmp_path_factory) -> dict:
             course_env,
             isolated_build / "course.log",
             "course_run",
-            measures=True,  # its checks time the solutions: started when first waited for, alone
+            beside_last=True,  # its checks time the solutions: beside chapter 8, which mostly waits
         ),
         "unsolved": InThread(unsolved_java, "unsolved_java_runs"),
         "secured": Background(
@@ -552,8 +554,8 @@ REDIS_FIXTURES = {"session", "lab", "rtt_lab", "other_redis", "jdk", "background
 
 
 # The order of a session with the notebooks' lane (NotebookLane): first the tests that neither measure
-# nor read the notebooks, beside the whole lane; then the tests that measure on the session's own lab,
-# beside its last chapter; then the tests that read what the notebooks did, after it.
+# nor read the notebooks, beside the whole lane; then, after it, the tests that measure on the
+# session's own lab or read what the notebooks did.
 MEASURING_FIXTURES = {"session", "lab", "rtt_lab"}
 
 
@@ -566,11 +568,6 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.redis)
         else:
             item.add_marker(pytest.mark.unit)
-        if used & NOTEBOOK_FIXTURES:
+        if used & (NOTEBOOK_FIXTURES | MEASURING_FIXTURES):
             item.add_marker(pytest.mark.after_lane)
-        elif used & MEASURING_FIXTURES:
-            item.add_marker(pytest.mark.measures)
-    # stable: files keep their order within each part
-    items.sort(
-        key=lambda item: 2 if item.get_closest_marker("after_lane") else int(bool(item.get_closest_marker("measures")))
-    )
+    items.sort(key=lambda item: item.get_closest_marker("after_lane") is not None)  # stable: files keep their order

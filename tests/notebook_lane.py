@@ -2,7 +2,7 @@
 (tests/conftest.py NotebookLane), on a lab of their own: the section tracing and the Java runs log go
 to the session's isolated build ($PIPELAB_BUILD). Writes the executed notebooks' paths to OUT.
 
-    python -m tests.notebook_lane OUT [CHAPTER ...]
+    python -m tests.notebook_lane OUT CHAPTER ...
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from functools import partial
 from pathlib import Path
 
 # Chapter 8 mostly waits out stalls and timeouts, and its tests count rather than time: it runs last,
@@ -24,16 +26,25 @@ def beside_last(out: Path) -> Path:
     return out.with_suffix(".last")
 
 
-def yield_cpu() -> bool:
+def yield_cpu(beside=None, until=None) -> bool:
     """This thread, and every process or thread it starts from now on, runs only on CPU time that
     the notebooks' lane leaves idle (Linux's SCHED_IDLE: a waking lane process takes the CPU at once).
-    False where the system has no such class."""
+    `beside` is first handed to a thread that keeps the ordinary priority and calls it once `until()`
+    is true. False where the system has no such class (and nothing was started)."""
     if not hasattr(os, "SCHED_IDLE"):
         return False
+    if beside is not None:
+
+        def watch():
+            while not until():
+                time.sleep(0.5)
+            beside()
+
+        threading.Thread(target=watch, name="beside-the-lane", daemon=True).start()
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     except OSError:
-        return False
+        return True  # not allowed: the tests run beside the lane at the ordinary priority
     return True
 
 
@@ -81,12 +92,9 @@ class NotebookLane:
             take_cpu_back()
         return self.paths
 
-    def wait_for_last(self) -> None:
-        """Until the lane starts its last chapter (notebook_lane.LAST), or ends."""
-        self.start()
-        while not beside_last(self.out).exists() and self.proc.poll() is None:
-            time.sleep(0.5)
-        take_cpu_back()
+    def at_last(self) -> bool:
+        """Whether the lane has started its last chapter (LAST), or ended."""
+        return beside_last(self.out).exists() or self.proc.poll() is not None
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -94,8 +102,26 @@ class NotebookLane:
             self.proc.wait(timeout=60)
 
 
+# Chapter 10's npm ci and go build take a minute on a fresh clone: prepare() does them at idle priority
+# beside the chapters before it, and the lane waits for it before chapter 10.
+BUILDS = "10"
+
+
+def prepare() -> None:
+    """Chapter BUILDS's installs and builds, as the chapter would do them first."""
+    from pipelab import golang, node
+    from pipelab.errors import LabError
+
+    examples = sorted(d.name for d in golang.MODULE_DIR.iterdir() if d.is_dir() and d.name not in golang.SHARED)
+    for step in [node.install, *(partial(golang.build, name) for name in examples)]:
+        try:
+            step()
+        except LabError:
+            pass  # the chapter says in one sentence what is missing
+
+
 def main(out: Path, chapters: list[str]) -> None:
-    """The lane itself, in its own process."""
+    """The lane itself, in its own process: the chapters in order, but BUILDS once prepared and LAST last."""
     from pipelab import jbang
     from pipelab.book import build as book
     from pipelab.lab import Session
@@ -103,19 +129,31 @@ def main(out: Path, chapters: list[str]) -> None:
     from tests.conftest import java_runs_log, kernels_attached, section_tracing
 
     build = Path(os.environ["PIPELAB_BUILD"])
+    prep = None
+    if BUILDS in chapters:
+        prep = subprocess.Popen([sys.executable, "-m", "tests.notebook_lane", "--prepare"], preexec_fn=yield_cpu)
     session = Session(port=free_port()).start()
     try:
         with kernels_attached(session, **section_tracing(build), **{jbang.RUNS_LOG_VAR: str(java_runs_log(build))}):
-            chapters = chapters or [p.name[:2] for p in book.notebooks()]
-            first = [c for c in chapters if c != LAST]
-            done = book.run_notebooks(session.env(), quick=True, only=first) if first else []  # none: all
+
+            def run(group: list[str]) -> list[Path]:
+                return book.run_notebooks(session.env(), quick=True, only=group) if group else []  # none: all
+
+            done = run([c for c in chapters if c not in (LAST, BUILDS)])
+            if prep is not None:
+                prep.wait()
+                done += run([BUILDS])
             beside_last(out).touch()
-            if LAST in chapters:
-                done += book.run_notebooks(session.env(), quick=True, only=[LAST])
+            done += run([c for c in chapters if c == LAST])
     finally:
         session.stop()
+        if prep is not None and prep.poll() is None:
+            prep.kill()
     out.write_text(json.dumps([str(p) for p in done]))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2:])
+    if sys.argv[1:] == ["--prepare"]:
+        prepare()
+    else:
+        main(Path(sys.argv[1]), sys.argv[2:])

@@ -215,7 +215,8 @@ def test_parse_result_needs_exactly_one_result_line():
         parse_result("PIPELAB-RESULT {}\nPIPELAB-RESULT {}")
 
 
-def test_a_measured_text_with_a_pipe_stays_in_its_table_cell():
+def test_a_measured_text_with_a_pipe_stays_in_its_table_cell(monkeypatch, tmp_path):
+    monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path))  # a made-up chapter, kept out of the session's build
     results.save("chx/pipe", environment={}, summary={"k": results.quantity(0, "count", "OK | Error | 1")})
     page = SimpleNamespace(file=SimpleNamespace(src_uri="chapters/x.md"))
     source = mkdocs_hooks.on_page_markdown("| a | b |\n|---|---|\n| {{ chx/pipe#k }} | z |\n", page, None, None)

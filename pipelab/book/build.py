@@ -191,6 +191,7 @@ def build_site(site_dir: Path | None = None) -> Path:
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
         cwd=REPO,
+        env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),  # else Material's banner is the first "WARNING" line below
         capture_output=True,
         text=True,
     )
