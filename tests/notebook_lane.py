@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 
 # Chapter 8 mostly waits out stalls and timeouts, and its tests count rather than time: it runs last,
-# and the tests that measure on the session's own lab run beside it (tests/conftest.py).
+# with the course (whose checks time the solutions) beside it, as before the lane (tests/conftest.py).
 LAST = "08"
 
 
@@ -61,9 +61,10 @@ def take_cpu_back() -> None:
 class NotebookLane:
     """The quick notebooks, executed by tests/notebook_lane.py in a process started at the session's
     start, at the ordinary priority. Meanwhile the tests that neither measure nor read its results,
-    and the background work, run at idle priority beside it (yield_cpu): they take only what CPU
-    it leaves idle, so it measures nearly as it would alone. Where there is no idle priority, the lane
-    runs alone and everything else after it. `env`: the lane's environment (its own cluster port)."""
+    and the background work that measures nothing, run at idle priority beside it (yield_cpu): they
+    take only the CPU it leaves idle, yet its chapters still ran 35-65% longer on the 2-core VM
+    (caches, most likely). Where there is no idle priority, the lane runs alone and everything else
+    after it. `env`: the lane's environment (its own cluster port)."""
 
     def __init__(self, build: Path, chapters: list[str], env: dict):
         self.build, self.chapters, self.env = build, chapters, env
