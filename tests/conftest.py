@@ -22,7 +22,7 @@ from pipelab.cluster import free_cluster_port
 from pipelab.errors import LabError
 from pipelab.lab import Lab, Session
 from pipelab.server import EmbeddedRedis, free_port
-from tests.notebook_lane import NotebookLane, yield_cpu
+from tests.notebook_lane import NotebookLane, can_yield, when, yield_cpu
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
@@ -153,9 +153,11 @@ def beside_the_lane(request, notebook_lane):
     notebook_lane.start()
     jobs = request.getfixturevalue("background")  # not a parameter: it would mark every test "redis"
     needed = [job for job in jobs.values() if job.needed_by and needed_in_session(request, job.needed_by)]
-    if not yield_cpu(beside=lambda: [job.start() for job in needed if job.beside_last], until=notebook_lane.at_last):
+    if not can_yield():
         notebook_lane.wait()
         return
+    when(notebook_lane.at_last, lambda: [job.start() for job in needed if job.beside_last])
+    yield_cpu()
     for job in needed:
         if not job.beside_last:
             job.start()

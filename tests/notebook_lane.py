@@ -26,26 +26,31 @@ def beside_last(out: Path) -> Path:
     return out.with_suffix(".last")
 
 
-def yield_cpu(beside=None, until=None) -> bool:
+def can_yield() -> bool:
+    """Whether this system has Linux's idle scheduling class (macOS has not)."""
+    return hasattr(os, "SCHED_IDLE")
+
+
+def when(condition, then) -> None:
+    """`then()` once `condition()` is true, from a thread started now: one started before yield_cpu
+    keeps the ordinary priority, and so do the processes it starts."""
+
+    def watch():
+        while not condition():
+            time.sleep(0.5)
+        then()
+
+    threading.Thread(target=watch, name="beside-the-lane", daemon=True).start()
+
+
+def yield_cpu() -> None:
     """This thread, and every process or thread it starts from now on, runs only on CPU time that
-    the notebooks' lane leaves idle (Linux's SCHED_IDLE: a waking lane process takes the CPU at once).
-    `beside` is first handed to a thread that keeps the ordinary priority and calls it once `until()`
-    is true. False where the system has no such class (and nothing was started)."""
-    if not hasattr(os, "SCHED_IDLE"):
-        return False
-    if beside is not None:
-
-        def watch():
-            while not until():
-                time.sleep(0.5)
-            beside()
-
-        threading.Thread(target=watch, name="beside-the-lane", daemon=True).start()
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except OSError:
-        return True  # not allowed: the tests run beside the lane at the ordinary priority
-    return True
+    the notebooks' lane leaves idle (SCHED_IDLE: a waking lane process takes the CPU at once)."""
+    if can_yield():
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except OSError:
+            pass  # not allowed: the work runs beside the lane at the ordinary priority
 
 
 def take_cpu_back() -> None:
@@ -67,7 +72,7 @@ class NotebookLane:
     after it. `env`: the lane's environment (its own cluster port)."""
 
     def __init__(self, build: Path, chapters: list[str], env: dict):
-        self.build, self.chapters, self.env = build, chapters, env
+        self.chapters, self.env = chapters, env
         self.out, self.log = build / "notebooks.json", build / "notebooks.log"
         self.proc: subprocess.Popen | None = None
         self.paths: list[Path] | None = None
