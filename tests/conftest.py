@@ -9,7 +9,6 @@ import stat
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -22,7 +21,6 @@ from pipelab.cluster import free_cluster_port
 from pipelab.errors import LabError
 from pipelab.lab import Lab, Session
 from pipelab.server import EmbeddedRedis, free_port
-from tests.notebook_lane import NotebookLane, can_yield, when, yield_cpu
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
@@ -113,78 +111,23 @@ def jdk():
         unavailable(str(err))
 
 
-CLUSTER_PORTS = []  # base ports given to the session's, the lane's and the course's clusters
-
-
-def cluster_port_apart() -> int:
-    """A cluster base port whose three masters meet none of the session's other clusters."""
-    taken = CLUSTER_PORTS or [int(os.environ["PIPELAB_CLUSTER_PORT"])]
-    port = free_cluster_port()
-    while any(abs(port - other) <= 3 for other in taken):
-        port = free_cluster_port()
-    CLUSTER_PORTS[:] = [*taken, port]
-    return port
-
-
-@pytest.fixture(scope="session")
-def notebook_lane(isolated_build) -> NotebookLane:
-    from pipelab.book import build as book
-
-    only = [n for n in os.environ.get("PIPELAB_TEST_NOTEBOOKS", "").split(",") if n]  # e.g. "02" while editing
-    chapters = [p.name[:2] for p in book.notebooks(only or None)]
-    lane = NotebookLane(isolated_build, chapters, dict(os.environ, PIPELAB_CLUSTER_PORT=str(cluster_port_apart())))
-    yield lane
-    lane.stop()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def beside_the_lane(request, notebook_lane):
-    """When the session reads the notebooks: the lane starts first; a thread that keeps the ordinary
-    priority starts the course beside the lane's last chapter; then this process yields the CPU to the
-    lane and starts the other background work the session needs."""
-    if not needed_in_session(request, "executed_notebooks"):
-        return
-    from pipelab.jbang import require_jdk
-
-    try:
-        require_jdk()  # without a JDK the notebooks' tests skip (jdk) and no lane runs
-    except LabError:
-        return
-    notebook_lane.start()
-    jobs = request.getfixturevalue("background")  # not a parameter: it would mark every test "redis"
-    needed = [job for job in jobs.values() if job.needed_by and needed_in_session(request, job.needed_by)]
-    if not can_yield():
-        notebook_lane.wait()
-        return
-    when(notebook_lane.at_last, lambda: [job.start() for job in needed if job.beside_last])
-    yield_cpu()
-    for job in needed:
-        if not job.beside_last:
-            job.start()
-
-
-@pytest.fixture(autouse=True)
-def after_the_lane(request, notebook_lane):
-    """A test that measures on the session's lab, or reads what the notebooks did, starts once the lane is done."""
-    if request.node.get_closest_marker("after_lane") and notebook_lane.proc is not None:  # else no lane runs
-        notebook_lane.wait()
+# Chapter 8 mostly waits on stalls and timeouts and asserts counts, not speeds: work the session
+# needs that measures nothing (the course's solutions, on servers of their own; site builds) runs
+# beside it instead of after every notebook.
+BESIDE = "08"
 
 
 class Background:
-    """A command run in a process of its own: started beside the notebooks' lane when the session has
-    a test using the fixture `needed_by`, else when first waited for. `env` is called at the start (free
+    """A command run in a process of its own: started beside chapter 8 when the session has a test
+    using the fixture `needed_by`, else when first waited for. `env` is called at the start (free
     ports are chosen then); `made` is what the command makes, if the tests read it."""
 
-    def __init__(self, argv, env, log: Path, needed_by: str, made: Path | None = None, beside_last: bool = False):
+    def __init__(self, argv: list[str], env, log: Path, needed_by: str, made: Path | None = None):
         self.argv, self.env, self.log, self.needed_by, self.made = argv, env, log, needed_by, made
-        self.beside_last = beside_last  # at the ordinary priority, beside the lane's last chapter only
         self.proc: subprocess.Popen | None = None
-        self.lock = threading.Lock()  # started by the lane's watcher or by the first test that waits
 
     def start(self) -> None:
-        with self.lock:
-            if self.proc is not None:
-                return
+        if self.proc is None:
             with open(self.log, "w") as log:
                 self.proc = subprocess.Popen(
                     self.argv, cwd=Path(__file__).parent.parent, env=self.env(), stdout=log, stderr=subprocess.STDOUT
@@ -203,8 +146,6 @@ class Background:
 
 class InThread:
     """Background's counterpart for work done from this process: `work()` in a thread of its own."""
-
-    beside_last = False
 
     def __init__(self, work, needed_by: str):
         self.work, self.needed_by = work, needed_by
@@ -240,7 +181,10 @@ def unsolved_java() -> dict:
 def course_env() -> dict:
     """`pipelab course` starts its own Redis, toxiproxy and cluster (isolated_build has unset the
     variables that would attach it elsewhere): on ports other than the session's."""
-    cluster_port = cluster_port_apart()
+    session_port = int(os.environ["PIPELAB_CLUSTER_PORT"])
+    cluster_port = free_cluster_port()
+    while abs(cluster_port - session_port) <= 3:  # three masters each: the two ranges must not meet
+        cluster_port = free_cluster_port()
     return dict(os.environ, PIPELAB_PORT=str(free_port()), PIPELAB_CLUSTER_PORT=str(cluster_port), PIPELAB_PROGRESS="0")
 
 
@@ -301,21 +245,20 @@ def background(isolated_build, tmp_path_factory) -> dict:
             course_env,
             isolated_build / "course.log",
             "course_run",
-            beside_last=True,  # its checks time the solutions: beside chapter 8, which mostly waits
         ),
         "unsolved": InThread(unsolved_java, "unsolved_java_runs"),
         "secured": Background(
             [sys.executable, "-m", "tests.secured_book", str(isolated_build / "secured")],
             lambda: dict(os.environ),
             isolated_build / "secured.log",
-            "secured_run",
+            None,  # when first waited for: beside chapter 8 its JVMs would slow chapter 8's clients
             made=isolated_build / "secured",
         ),
         "portable": Background(
             [sys.executable, "-m", "pipelab", "book", "--chapters", "1", "--quick", "--no-site"],
             lambda: portable_env(isolated_build / "portable"),
             isolated_build / "portable.log",
-            "portable_book",
+            None,  # when first waited for: it measures too, and starts JVMs, as "secured" does
             made=isolated_build / "portable",
         ),
     }
@@ -341,11 +284,30 @@ def background(isolated_build, tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="session")
-def executed_notebooks(jdk, notebook_lane):
-    """Every chapter notebook, executed once in quick mode by the lane: {"01": nb, ...}."""
+def executed_notebooks(request, session, jdk, isolated_build, background):
+    """Every chapter notebook, executed once in quick mode against the session's Redis: {"01": nb, ...}."""
     import nbformat
 
-    return {p.name[:2]: nbformat.read(p, as_version=4) for p in notebook_lane.wait()}
+    from pipelab import jbang
+    from pipelab.book import build as book
+
+    only = [n for n in os.environ.get("PIPELAB_TEST_NOTEBOOKS", "").split(",") if n]  # e.g. "02" while editing
+    chapters = [p.name[:2] for p in book.notebooks(only or None)]
+
+    def run(group: list[str]) -> list:
+        if not group:  # run_notebooks takes no chapters to mean all of them
+            return []
+        with kernels_attached(
+            session, **section_tracing(isolated_build), **{jbang.RUNS_LOG_VAR: str(java_runs_log(isolated_build))}
+        ):
+            return book.run_notebooks(session.env(), quick=True, only=group)
+
+    paths = run([c for c in chapters if c != BESIDE])
+    for job in background.values():
+        if job.needed_by and needed_in_session(request, job.needed_by):
+            job.start()
+    paths += run([c for c in chapters if c == BESIDE])
+    return {p.name[:2]: nbformat.read(p, as_version=4) for p in paths}
 
 
 def section_tracing(build) -> dict:
@@ -443,7 +405,7 @@ def kernels_attached(session, **env):
         book.attach_kernels(session.env())
         yield
     finally:
-        for added in set(os.environ) - set(saved):  # never clear(): threads beside read it meanwhile
+        for added in set(os.environ) - set(saved):  # never clear(): work beside chapter 8 reads it meanwhile
             del os.environ[added]
         os.environ.update(saved)
 
@@ -555,12 +517,6 @@ NOTEBOOK_FIXTURES = {
 REDIS_FIXTURES = {"session", "lab", "rtt_lab", "other_redis", "jdk", "background"}
 
 
-# The order of a session with the notebooks' lane (NotebookLane): first the tests that neither measure
-# nor read the notebooks, beside the whole lane; then, after it, the tests that measure on the
-# session's own lab or read what the notebooks did.
-MEASURING_FIXTURES = {"session", "lab", "rtt_lab"}
-
-
 def pytest_collection_modifyitems(items):
     for item in items:
         used = set(item.fixturenames)
@@ -570,6 +526,3 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.redis)
         else:
             item.add_marker(pytest.mark.unit)
-        if used & (NOTEBOOK_FIXTURES | MEASURING_FIXTURES):
-            item.add_marker(pytest.mark.after_lane)
-    items.sort(key=lambda item: item.get_closest_marker("after_lane") is not None)  # stable: files keep their order

@@ -62,7 +62,6 @@ def test_no_toxiproxy(tmp_path):
     assert_one_sentence(done, "No toxiproxy", "install Go")
 
 
-@pytest.mark.after_lane  # at idle priority beside the lane its toxiproxy once outlived the check by moments
 def test_ctrl_c_stops_every_process_the_lab_started():
     import signal
     import subprocess

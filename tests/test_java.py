@@ -98,7 +98,6 @@ def pipelining_wins(alias: str, measurements: dict) -> None:
         assert best.ops_per_s > baseline.ops_per_s, f"{best} vs {baseline}"
 
 
-@pytest.mark.after_lane  # reads which aliases the notebooks ran; JBang may build one only once at a time
 @pytest.mark.parametrize("alias", ALIASES)
 def test_catalog_entry_builds(alias, jdk, isolated_build, request):
     if alias in java_examples_run(isolated_build):  # a notebook ran it, so JBang built it
