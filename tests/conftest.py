@@ -9,10 +9,12 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -111,14 +113,16 @@ def jdk():
         unavailable(str(err))
 
 
-# Chapter 8 mostly waits on stalls and timeouts and asserts counts, not speeds: work the session
-# needs that measures nothing (the course's solutions, on servers of their own; site builds) runs
-# beside it instead of after every notebook.
-BESIDE = "08"
+# The order of a session (pytest_collection_modifyitems): first the tests that neither measure on the
+# session's lab nor read the notebooks, beside the work the session needs that measures nothing (the
+# course's solutions, the secured and portable books, site builds, chapter 10's npm ci and go build),
+# started at once in two queues; then the notebooks, alone on the machine once that work is done;
+# then the tests that measure on the lab or read what the notebooks did. On 2 cores a notebook beside
+# other work measures that work too (their figures moved, and direction tests flaked).
 
 
 class Background:
-    """A command run in a process of its own: started beside chapter 8 when the session has a test
+    """A command run in a process of its own: started before the notebooks when the session has a test
     using the fixture `needed_by`, else when first waited for. `env` is called at the start (free
     ports are chosen then); `made` is what the command makes, if the tests read it."""
 
@@ -137,6 +141,10 @@ class Background:
         """Its exit code and the end of what it printed."""
         self.start()
         return self.proc.wait(timeout=1800), self.log.read_text()[-3000:]
+
+    def settle(self) -> None:
+        self.start()
+        self.proc.wait(timeout=1800)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -160,8 +168,68 @@ class InThread:
         self.start()
         return self.future.result(timeout=900)
 
+    def settle(self) -> None:
+        """Wait for it without raising: its failure is for the test that reads it to report."""
+        self.start()
+        self.future.exception(timeout=900)
+
     def stop(self) -> None:
         self.pool.shutdown(wait=True)
+
+
+def prepare_chapter_10() -> None:
+    """Chapter 10's npm ci and go builds, as the chapter would do them first (the chapter says in one
+    sentence what is missing)."""
+    from pipelab import golang, node
+
+    examples = sorted(d.name for d in golang.MODULE_DIR.iterdir() if d.is_dir() and d.name not in golang.SHARED)
+    for step in [node.install, *(partial(golang.build, name) for name in examples)]:
+        try:
+            step()
+        except LabError:
+            pass
+
+
+# Jobs that run JBang examples share one queue: two JBang processes building one alias at once can clash.
+JAVA_JOBS = ("portable", "secured", "course", "unsolved")
+
+
+class BeforeTheNotebooks:
+    """The session's background jobs it needs, run in two threads (the Java ones in one) from its start;
+    `done()` waits for all of them, so that the notebooks then have the machine to themselves."""
+
+    def __init__(self, jobs: list):
+        self.threads = [threading.Thread(target=self.run, args=(queue,), daemon=True) for queue in jobs if queue]
+        for thread in self.threads:
+            thread.start()
+
+    @staticmethod
+    def run(queue: list) -> None:
+        for job in queue:
+            job.settle()
+
+    def done(self) -> None:
+        for thread in self.threads:
+            thread.join()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def before_the_notebooks(request):
+    """Starts the background work (BeforeTheNotebooks) with the session when a test of it reads the notebooks."""
+    if not needed_in_session(request, "executed_notebooks"):
+        yield None
+        return
+    from pipelab import jbang, proxy
+
+    try:  # fetched and built once here, not by two jobs at once
+        jbang.jbang_argv(["version"])
+        proxy.find_toxiproxy()
+    except LabError:
+        pass  # the tests that need them say so
+    jobs = request.getfixturevalue("background")  # not a parameter: it would mark every test "redis"
+    needed = [job for job in jobs.values() if needed_in_session(request, job.needed_by)]
+    java = [job for name, job in jobs.items() if name in JAVA_JOBS]
+    yield BeforeTheNotebooks([[j for j in needed if j not in java], [j for j in needed if j in java]])
 
 
 def unsolved_java() -> dict:
@@ -240,6 +308,21 @@ def background(isolated_build, tmp_path_factory) -> dict:
     from pipelab import paths
 
     jobs = {
+        "tools": InThread(prepare_chapter_10, "executed_notebooks"),
+        "portable": Background(
+            [sys.executable, "-m", "pipelab", "book", "--chapters", "1", "--quick", "--no-site"],
+            lambda: portable_env(isolated_build / "portable"),
+            isolated_build / "portable.log",
+            "portable_book",
+            made=isolated_build / "portable",
+        ),
+        "secured": Background(
+            [sys.executable, "-m", "tests.secured_book", str(isolated_build / "secured")],
+            lambda: dict(os.environ),
+            isolated_build / "secured.log",
+            "secured_run",
+            made=isolated_build / "secured",
+        ),
         "course": Background(
             [sys.executable, "-m", "pipelab", "course", "--quick", "--no-site"],
             course_env,
@@ -247,20 +330,6 @@ def background(isolated_build, tmp_path_factory) -> dict:
             "course_run",
         ),
         "unsolved": InThread(unsolved_java, "unsolved_java_runs"),
-        "secured": Background(
-            [sys.executable, "-m", "tests.secured_book", str(isolated_build / "secured")],
-            lambda: dict(os.environ),
-            isolated_build / "secured.log",
-            None,  # when first waited for: beside chapter 8 its JVMs would slow chapter 8's clients
-            made=isolated_build / "secured",
-        ),
-        "portable": Background(
-            [sys.executable, "-m", "pipelab", "book", "--chapters", "1", "--quick", "--no-site"],
-            lambda: portable_env(isolated_build / "portable"),
-            isolated_build / "portable.log",
-            None,  # when first waited for: it measures too, and starts JVMs, as "secured" does
-            made=isolated_build / "portable",
-        ),
     }
     base = tmp_path_factory.mktemp("unmeasured")
     contradict(base / "contradicted" / "build" / "results")
@@ -284,7 +353,7 @@ def background(isolated_build, tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="session")
-def executed_notebooks(request, session, jdk, isolated_build, background):
+def executed_notebooks(session, jdk, isolated_build, before_the_notebooks):
     """Every chapter notebook, executed once in quick mode against the session's Redis: {"01": nb, ...}."""
     import nbformat
 
@@ -292,21 +361,13 @@ def executed_notebooks(request, session, jdk, isolated_build, background):
     from pipelab.book import build as book
 
     only = [n for n in os.environ.get("PIPELAB_TEST_NOTEBOOKS", "").split(",") if n]  # e.g. "02" while editing
-    chapters = [p.name[:2] for p in book.notebooks(only or None)]
 
-    def run(group: list[str]) -> list:
-        if not group:  # run_notebooks takes no chapters to mean all of them
-            return []
-        with kernels_attached(
-            session, **section_tracing(isolated_build), **{jbang.RUNS_LOG_VAR: str(java_runs_log(isolated_build))}
-        ):
-            return book.run_notebooks(session.env(), quick=True, only=group)
-
-    paths = run([c for c in chapters if c != BESIDE])
-    for job in background.values():
-        if job.needed_by and needed_in_session(request, job.needed_by):
-            job.start()
-    paths += run([c for c in chapters if c == BESIDE])
+    if before_the_notebooks is not None:
+        before_the_notebooks.done()
+    with kernels_attached(
+        session, **section_tracing(isolated_build), **{jbang.RUNS_LOG_VAR: str(java_runs_log(isolated_build))}
+    ):
+        paths = book.run_notebooks(session.env(), quick=True, only=only or None)
     return {p.name[:2]: nbformat.read(p, as_version=4) for p in paths}
 
 
@@ -517,6 +578,10 @@ NOTEBOOK_FIXTURES = {
 REDIS_FIXTURES = {"session", "lab", "rtt_lab", "other_redis", "jdk", "background"}
 
 
+# Tests that measure on the session's lab, or whose outcome depends on the CPU they get.
+MEASURING_FIXTURES = {"session", "lab", "rtt_lab", "jdk"}
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         used = set(item.fixturenames)
@@ -526,3 +591,7 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.redis)
         else:
             item.add_marker(pytest.mark.unit)
+        if used & (NOTEBOOK_FIXTURES | MEASURING_FIXTURES):
+            item.add_marker(pytest.mark.measures)
+    # The session's order (see BeforeTheNotebooks): stable, so files keep their order within each part.
+    items.sort(key=lambda item: item.get_closest_marker("measures") is not None)

@@ -146,6 +146,8 @@ def test_pushes_do_not_shift_a_pipelines_replies(ch06):
     assert glide["resp"] == 3 and glide["aligned"] and glide["pushes"] == -1, glide
 
 
+@pytest.mark.redis  # it starts a server of its own
+@pytest.mark.measures  # whether the paused client's buffer passes the limit depends on the CPU it gets
 def test_the_chapter_restored_every_limit_it_set():
     with EmbeddedRedis(port=free_port()) as server, server.endpoint.client() as r:
         before = {name: r.config_get(name) for name, _ in chapter.DEFAULTS.values()}
