@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.abc
+import importlib.machinery
 import inspect
 import json
 import os
@@ -63,19 +65,47 @@ def _replace_everywhere(original, replacement) -> None:
                         setattr(value, cattr, staticmethod(replacement))
 
 
+def _wrap_module(module_name: str, names: list[str], record) -> None:
+    module = sys.modules[module_name]
+    for name in names:
+        target = getattr(module, name)
+        key = f"{module_name}:{name}"
+        if isinstance(target, type):  # a class runs when any method it defines runs
+            for attr, value in list(vars(target).items()):
+                if inspect.isfunction(value):  # methods; static methods and properties stay as they are
+                    setattr(target, attr, _wrap(value, key, record))
+        else:
+            _replace_everywhere(target, _wrap(target, key, record))
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Wraps a module's targets as soon as it has run, before whoever imports it binds their names, so
+    that a kernel imports only what its own notebook needs (importing every chapter cost seconds each)."""
+
+    def __init__(self, pending: dict[str, list[str]], record):
+        self.pending, self.record = pending, record
+
+    def find_spec(self, name, path, target=None):
+        if name not in self.pending:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def run_then_wrap(module):
+            run(module)
+            _wrap_module(name, self.pending.pop(name), self.record)
+
+        spec.loader.exec_module = run_then_wrap
+        return spec
+
+
 def install(targets: dict[str, list[str]], log_path: str) -> None:
     record = _recorder(log_path)
-    for module_name, names in targets.items():
-        module = importlib.import_module(module_name)
-        for name in names:
-            target = getattr(module, name)
-            key = f"{module_name}:{name}"
-            if isinstance(target, type):  # a class runs when any method it defines runs
-                for attr, value in list(vars(target).items()):
-                    if inspect.isfunction(value):  # methods; static methods and properties stay as they are
-                        setattr(target, attr, _wrap(value, key, record))
-            else:
-                _replace_everywhere(target, _wrap(target, key, record))
+    for module_name in [m for m in targets if m in sys.modules]:
+        _wrap_module(module_name, targets[module_name], record)
+    sys.meta_path.insert(0, _AfterImport({m: n for m, n in targets.items() if m not in sys.modules}, record))
 
 
 if os.environ.get(TARGETS_VAR) and os.environ.get(LOG_VAR):
