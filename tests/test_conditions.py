@@ -13,7 +13,8 @@ import pytest
 from pipelab import paths
 from pipelab.book import conditions, markers
 from pipelab.book.conditions import CONTRADICTED, HELD, NOISE
-from tests.conftest import CONTRADICTED_PAGE, contradict, unavailable
+from tests.background import CONTRADICTED_PAGE, contradict
+from tests.conftest import unavailable
 
 
 def write(base, name: str, summary: dict, quick: bool = False) -> None:

@@ -38,6 +38,7 @@ from pipelab.book import conditions, markers, reference, report, yourrun
 from pipelab.chapters import claims
 from pipelab.course import timings as course
 
+JUPYTER_CACHE = "mkdocs-jupyter-cache"  # in the build dir (on_config)
 NOT_YET = "not measured yet (run `make book`)"
 NOTEBOOK_SUFFIX = "-notebook.ipynb"
 REFERENCE_TITLE = "the reference machine's figure: run make book for yours"
@@ -56,7 +57,7 @@ def _notebook_sources() -> dict[str, Path]:
 def on_config(config):
     # mkdocs-jupyter's cache lives in the build dir being built, so builds for different build dirs
     # (the tests make several, at once) never evict or half-read each other's entries.
-    config.plugins["mkdocs-jupyter"].config["cache_dir"] = str(paths.build_dir() / "mkdocs-jupyter-cache")
+    config.plugins["mkdocs-jupyter"].config["cache_dir"] = str(paths.build_dir() / JUPYTER_CACHE)
     return config
 
 

@@ -1,0 +1,195 @@
+"""The work a test session needs that measures nothing, run in processes (or threads) of their own before
+the notebooks (tests/conftest.py holds the fixtures that start and read it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+
+from pipelab.cluster import free_cluster_port
+from pipelab.errors import LabError
+from pipelab.server import EmbeddedRedis, free_port
+
+# The order of a session (pytest_collection_modifyitems in tests/conftest.py): first the tests that
+# neither measure on the session's lab nor read the notebooks, beside the work the session needs that
+# measures nothing (the course's solutions, the secured and portable books, site builds, chapter 10's
+# npm ci and go build), started at once in two queues; then the notebooks, alone on the machine once
+# that work is done; then the tests that measure on the lab or read what the notebooks did. On 2 cores
+# a notebook beside other work measures that work too (its figures moved, and direction tests flaked).
+
+
+class Background:
+    """A command run in a process of its own: started before the notebooks when the session has a test
+    using the fixture `needed_by`, else when first waited for. `env` is called at the start (free
+    ports are chosen then); `made` is what the command makes, if the tests read it."""
+
+    def __init__(self, argv: list[str], env, log: Path, needed_by: str, made: Path | None = None):
+        self.argv, self.env, self.log, self.needed_by, self.made = argv, env, log, needed_by, made
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        if self.proc is None:
+            with open(self.log, "w") as log:
+                self.proc = subprocess.Popen(
+                    self.argv, cwd=Path(__file__).parent.parent, env=self.env(), stdout=log, stderr=subprocess.STDOUT
+                )
+
+    def wait(self) -> tuple[int, str]:
+        """Its exit code and the end of what it printed."""
+        self.start()
+        return self.proc.wait(timeout=1800), self.log.read_text()[-3000:]
+
+    def settle(self) -> None:
+        self.start()
+        self.proc.wait(timeout=1800)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=60)
+
+
+class InThread:
+    """Background's counterpart for work done from this process: `work()` in a thread of its own."""
+
+    def __init__(self, work, needed_by: str):
+        self.work, self.needed_by = work, needed_by
+        self.pool = ThreadPoolExecutor(1)
+        self.future = None
+
+    def start(self) -> None:
+        if self.future is None:
+            self.future = self.pool.submit(self.work)
+
+    def wait(self):
+        self.start()
+        return self.future.result(timeout=900)
+
+    def settle(self) -> None:
+        """Wait for it without raising: its failure is for the test that reads it to report."""
+        self.start()
+        self.future.exception(timeout=900)
+
+    def stop(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+def prepare_chapter_10() -> None:
+    """Chapter 10's npm ci and go builds, as the chapter would do them first (the chapter says in one
+    sentence what is missing)."""
+    from pipelab import golang, node
+
+    examples = sorted(d.name for d in golang.MODULE_DIR.iterdir() if d.is_dir() and d.name not in golang.SHARED)
+    for step in [node.install, *(partial(golang.build, name) for name in examples)]:
+        try:
+            step()
+        except LabError:
+            pass
+
+
+# The two queues, about as long as each other in a fresh clone's run (chapter 10's builds and the course
+# took 240 s there, the rest 230 s). The two books that run chapter 1's JBang aliases share a queue:
+# two JBang processes building one alias at once can clash.
+QUEUES = (("tools", "course"), ("portable", "secured", "unsolved", "reference", "nothing", "contradicted"))
+
+
+class BeforeTheNotebooks:
+    """The session's background jobs it needs, run in a thread per queue (QUEUES) from its start;
+    `done()` waits for all of them, so that the notebooks then have the machine to themselves."""
+
+    def __init__(self, jobs: list):
+        self.threads = [threading.Thread(target=self.run, args=(queue,), daemon=True) for queue in jobs if queue]
+        for thread in self.threads:
+            thread.start()
+
+    @staticmethod
+    def run(queue: list) -> None:
+        for job in queue:
+            job.settle()
+
+    def done(self) -> None:
+        for thread in self.threads:
+            thread.join()
+
+
+def unsolved_java() -> dict:
+    """Each Java exercise run unsolved, as a trainee first runs it, on a Redis of its own:
+    {alias: (the run, keys left in that Redis after it)}."""
+    from pipelab.course import timings as course
+
+    out = {}
+    with EmbeddedRedis(port=free_port()) as server:
+        for ex in course.EXERCISES:
+            done = course.run_java(ex, server.endpoint, solution=False)
+            with server.endpoint.client() as client:
+                out[ex.alias(False)] = (done, client.dbsize())
+    return out
+
+
+def course_env() -> dict:
+    """`pipelab course` starts its own Redis, toxiproxy and cluster (isolated_build has unset the
+    variables that would attach it elsewhere): on ports other than the session's."""
+    session_port = int(os.environ["PIPELAB_CLUSTER_PORT"])
+    cluster_port = free_cluster_port()
+    while abs(cluster_port - session_port) <= 3:  # three masters each: the two ranges must not meet
+        cluster_port = free_cluster_port()
+    return dict(os.environ, PIPELAB_PORT=str(free_port()), PIPELAB_CLUSTER_PORT=str(cluster_port), PIPELAB_PROGRESS="0")
+
+
+def portable_env(build: Path) -> dict:
+    """Chapter 1's book as a reader without Linux's facilities runs it (pipelab.host), on a Redis and
+    toxiproxy of its own, into a build of its own."""
+    return dict(
+        os.environ,
+        PIPELAB_HOST="portable",
+        PIPELAB_BUILD=str(build),
+        PIPELAB_PORT=str(free_port()),
+        PIPELAB_PROGRESS="0",
+    )
+
+
+CONTRADICTED_PAGE = "chapters/01-round-trip-time.md"
+
+
+def contradict(results_dir: Path) -> tuple[str, str]:
+    """A reader's results file that breaks the first condition "figure > number" (or "<") of chapter 1:
+    the reference's copy, with that figure and its interval moved to the wrong side. (name, key)."""
+    from pipelab import paths
+    from pipelab.book import conditions, markers
+
+    text = (paths.REPO / "site" / CONTRADICTED_PAGE).read_text()
+    for match in markers.CONDITION.finditer(text):
+        comparison = conditions.parse(match["condition"])[0]
+        if comparison.op in "<>" and comparison.left.name and comparison.right.number:
+            break
+    else:
+        raise AssertionError(f"{CONTRADICTED_PAGE} states no condition 'figure > number' to break")
+    name, key, bound = comparison.left.name, comparison.left.key, comparison.right.number / comparison.left.factor
+    doc = json.loads((paths.reference_dir() / f"{name}.json").read_text())
+    moved = bound / 4 if comparison.op == ">" else bound * 4
+    doc["summary"][key] |= {
+        "value": moved,
+        "text": f"{moved:.3g} (made up)",
+        "interval": [moved * 0.9, moved * 1.1],
+        "interval_text": "a made-up interval",
+    }
+    (results_dir / f"{name}.json").parent.mkdir(parents=True, exist_ok=True)
+    (results_dir / f"{name}.json").write_text(json.dumps(doc))
+    return name, key
+
+
+def seeded(env: dict, earlier: Path) -> dict:
+    """`env` for a site build of the same unexecuted notebooks as the build in `earlier`, which ran
+    before it in the same queue: its mkdocs-jupyter cache copied in first (a third of a build's time)."""
+    from pipelab.book.hooks import JUPYTER_CACHE
+
+    source, target = earlier / JUPYTER_CACHE, Path(env["PIPELAB_BUILD"]) / JUPYTER_CACHE
+    if source.is_dir() and source != target:
+        shutil.copytree(source, target, dirs_exist_ok=True)
+    return env
