@@ -144,11 +144,12 @@ def before_the_notebooks(request):
 
 @pytest.fixture(scope="session")
 def background(isolated_build, tmp_path_factory) -> dict:
-    """The course's solutions run and timed as a trainer runs them (`pipelab course --quick`), its
-    Java exercises run unsolved, a quick chapter against an ACL user over TLS ("secured"), a quick chapter 1 without Linux's
-    facilities ("portable", pipelab.host), and the site built (mkdocs --strict) before the reader measured
-    anything: with the committed reference ("reference"), with no reference either ("nothing"), and
-    with one results file of the reader's that contradicts a sentence of chapter 1 ("contradicted")."""
+    """Chapter 10's npm ci and go builds ("tools"), the course's solutions run and timed as a trainer runs
+    them (`pipelab course --quick`), its Java exercises run unsolved, a quick chapter against an ACL user
+    over TLS ("secured"), a quick chapter 1 without Linux's facilities ("portable", pipelab.host), and
+    the site built (mkdocs --strict) before the reader measured anything: with the committed reference
+    ("reference"), with no reference either ("nothing"), and with one results file of the reader's that
+    contradicts a sentence of chapter 1 ("contradicted"). QUEUES says what runs after what."""
     from pipelab import paths
 
     jobs = {
@@ -205,7 +206,6 @@ def executed_notebooks(session, jdk, isolated_build, before_the_notebooks):
     from pipelab.book import build as book
 
     only = [n for n in os.environ.get("PIPELAB_TEST_NOTEBOOKS", "").split(",") if n]  # e.g. "02" while editing
-
     if before_the_notebooks is not None:
         before_the_notebooks.done()
     with kernels_attached(
@@ -244,7 +244,7 @@ def course_run(jdk, background):
 
 @pytest.fixture(scope="session")
 def secured_run(jdk, background) -> tuple[dict, Path]:
-    """A quick chapter run by `pipelab book` against an ACL user over TLS (tests/secured_book.py), after
+    """A quick chapter run by `pipelab book` against an ACL user over TLS (tests/secured_book.py), before
     the notebooks: what it wrote in secured.json, and its directory (the build is under build/)."""
     from tests import secured_book
 
@@ -260,7 +260,7 @@ def secured_run(jdk, background) -> tuple[dict, Path]:
 
 @pytest.fixture(scope="session")
 def portable_book(jdk, background) -> tuple[int, str, Path]:
-    """`pipelab book --chapters 1 --quick --no-site` with PIPELAB_HOST=portable (portable_env), after the
+    """`pipelab book --chapters 1 --quick --no-site` with PIPELAB_HOST=portable (portable_env), before the
     notebooks: its exit code, everything it printed, and its build directory."""
     code, _ = background["portable"].wait()
     return code, background["portable"].log.read_text(), background["portable"].made
