@@ -175,9 +175,13 @@ def test_a_spring_callback_that_calls_the_template_escapes_the_pipeline(ch08):
     f, n = facts("ch08/spring"), saved("ch08/spring")["summary"]["n"]["value"]
     assert f["escape_results"] == 0 and f["escape_sets_per_call"] == n
     assert f["escape_reads_per_call"] >= n, "one read per SET: no pipeline"
-    # The fix pipelines: SETs share the server's reads. How many share one depends on how soon the
-    # server reads (with idle CPUs polling, sooner): 0.82 reads per SET in a quick run, 0.62 in a full one.
-    assert f["connection_results"] == n and f["connection_reads_per_call"] < 0.95 * n
+    # The fix pipelines: it waits for no reply in between, so it is faster (the prose's claim; 2.6x in the
+    # reference, 5.3x and 3.9x in two quick runs). Its server reads are no evidence: Lettuce flushes every
+    # command, and how many SETs one read finds depends on how soon the server reads (0.65 and 0.97 reads
+    # per SET in those two quick runs, 0.62 in the reference).
+    assert (
+        f["connection_results"] == n and saved("ch08/spring")["summary"]["escape_over_connection_time"]["value"] > 1.5
+    )
     assert f["session_outer_results"] == n, "a SessionCallback binds the connection"
 
 
