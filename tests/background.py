@@ -16,13 +16,6 @@ from pipelab.cluster import free_cluster_port
 from pipelab.errors import LabError
 from pipelab.server import EmbeddedRedis, free_port
 
-# The order of a session (pytest_collection_modifyitems in tests/conftest.py): first the tests that
-# neither measure on the session's lab nor read the notebooks, beside the work the session needs that
-# measures nothing (the course's solutions, the secured and portable books, site builds, chapter 10's
-# npm ci and go build), started at once in two queues; then the notebooks, alone on the machine once
-# that work is done; then the tests that measure on the lab or read what the notebooks did. On 2 cores
-# a notebook beside other work measures that work too (its figures moved, and direction tests flaked).
-
 
 class Background:
     """A command run in a process of its own: started before the notebooks when the session has a test
@@ -45,10 +38,6 @@ class Background:
         self.start()
         return self.proc.wait(timeout=1800), self.log.read_text()[-3000:]
 
-    def settle(self) -> None:
-        self.start()
-        self.proc.wait(timeout=1800)
-
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
@@ -70,11 +59,6 @@ class InThread:
     def wait(self):
         self.start()
         return self.future.result(timeout=900)
-
-    def settle(self) -> None:
-        """Wait for it without raising: its failure is for the test that reads it to report."""
-        self.start()
-        self.future.exception(timeout=900)
 
     def stop(self) -> None:
         self.pool.shutdown(wait=True)
@@ -111,7 +95,10 @@ class BeforeTheNotebooks:
     @staticmethod
     def run(queue: list) -> None:
         for job in queue:
-            job.settle()
+            try:
+                job.wait()
+            except Exception:  # noqa: BLE001  any failure: the test that reads the job waits again and reports it
+                pass
 
     def done(self) -> None:
         for thread in self.threads:

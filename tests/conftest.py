@@ -122,6 +122,14 @@ def jdk():
         unavailable(str(err))
 
 
+# The order of a session (pytest_collection_modifyitems, below): first the tests that
+# neither measure on the session's lab nor read the notebooks, beside the work the session needs that
+# measures nothing (the course's solutions, the secured and portable books, site builds, chapter 10's
+# npm ci and go build), started at once in two queues; then the notebooks, alone on the machine once
+# that work is done; then the tests that measure on the lab or read what the notebooks did. On 2 cores
+# a notebook beside other work measures that work too (its figures moved, and direction tests flaked).
+
+
 @pytest.fixture(scope="session", autouse=True)
 def before_the_notebooks(request):
     """Starts the background work (BeforeTheNotebooks) with the session when a test of it reads the notebooks."""
