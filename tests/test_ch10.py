@@ -196,11 +196,24 @@ def test_head_of_line_facts_are_read_in_each_examples_naming():
     lettuce = {"hol_alone_p99_us": 100, "hol_shared_p99_us": 5_000, "hol_separate_p99_us": 200, "hol_gets": 3}
     node = {"hol_ioredis_shared_p50_us": 900, "hol_noderedis_alone_p99_us": 70, "hol_big_bytes": 8}
     found = auto.hol_from_facts(lettuce, "Lettuce") | auto.hol_from_facts(node)
-    assert found["Lettuce"]["shared"] == [None, 5_000]
-    assert found["ioredis (auto-pipelining on)"]["shared"] == [900, None]
-    assert found["node-redis"]["alone"] == [None, 70]
+    assert found["Lettuce"]["shared"] == {"p99": 5_000}
+    assert found["ioredis (auto-pipelining on)"]["shared"] == {"p50": 900}
+    assert found["node-redis"]["alone"] == {"p99": 70}
     s = chapter.hol_summary(found)
-    assert s["lettuce_hol_p99_ratio"]["value"] == 25
+    assert s["lettuce_hol_p99_ratio"]["value"] == 25 and "interval" not in s["lettuce_hol_p99_ratio"]
+
+
+def test_head_of_line_turns_give_the_median_turn_and_a_ratio_paired_by_turn():
+    # Each turn's p99 moves with the machine, shared and separate alike: the pooled p99s are left aside.
+    shared, separate = [900, 1_100, 3_000, 950, 1_000], [450, 550, 1_500, 500, 480]
+    facts = {"hol_shared_p99_us": 2_900, "hol_separate_p99_us": 1_400, "hol_alone_p50_us": 60}
+    facts |= {"hol_shared_p99_us_rounds": shared, "hol_separate_p99_us_rounds": separate}
+    (rueidis,) = auto.hol_from_facts(facts, "rueidis").values()
+    assert rueidis["shared"]["p99"] == 1_000 and rueidis["separate"]["p99"] == 500 and rueidis["alone"]["p50"] == 60
+    s = chapter.hol_summary({"rueidis": rueidis})
+    lo, hi = s["rueidis_hol_p99_ratio"]["interval"]
+    assert s["rueidis_hol_p99_ratio"]["value"] == 2 and 1.8 < lo <= 2 <= hi < 2.2  # each turn's ratio is near 2
+    assert s["rueidis_hol_shared_p99"]["interval"][1] >= 1_000 and "interval" not in s["rueidis_hol_alone_p50"]
 
 
 def test_cluster_facts_become_figures_and_text():

@@ -133,7 +133,7 @@ def test_made_up_runs_fit_the_chapters_shaping():
     points = ch10_auto.auto_points([rtt0, rtt1])
     assert {(m.params["mode"], m.params["rtt_ms"]) for m in points} >= {("auto", 0.0), ("auto", 1.0)}
     (ioredis,) = ch10_auto.hol_cases({}, [rtt0, rtt1]).values()  # one client, however the chapter names it
-    assert ioredis["shared"] == [800, 9000] and ioredis["separate"][1] == 3000
+    assert ioredis["shared"] == {"p50": 800, "p99": 9000} and ioredis["separate"]["p99"] == 3000
     assert ch10_node.node_clients([rtt0, rtt1], None) == {"node": "20.20.2", "ioredis": "6.0.0", "redis": "6.3.1"}
     assert ch10_node.glide_note([rtt0, rtt1]).startswith("GLIDE for Node could not load")
     assert ch10_node.glide_note([rtt0]) is None

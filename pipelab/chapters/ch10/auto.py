@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from ... import observe, plots
+from ... import observe, plots, stats
 from ...measure import Measurement
 from ...params import Size
 from ...results import md_table, quantity, rate_figure, ratio_figure
@@ -159,21 +159,30 @@ def java_points(java: dict) -> list[Measurement]:
 
 # Head-of-line facts: "hol_[<client>_]<case>_<p50|p99>_us", the case alone, shared (the big reply on the
 # same connection) or separate (on another one). Chapter 7's Lettuce example and the Go example (rueidis)
-# name no client; the Node example names ioredis and noderedis.
-HOL_FACT = re.compile(r"^hol_(?:(?P<client>[a-z0-9]+)_)?(?P<case>alone|shared|separate)_(?P<stat>p50|p99)_us$")
+# name no client; the Node example names ioredis and noderedis. The Node and Go examples take the cases
+# in turns and add each turn's figure ("..._us_rounds").
+HOL_FACT = re.compile(
+    r"^hol_(?:(?P<client>[a-z0-9]+)_)?(?P<case>alone|shared|separate)_(?P<stat>p50|p99)_us(?P<rounds>_rounds)?$"
+)
 HOL_CASES = {"alone": "alone", "shared": "big reply on the same connection", "separate": "big reply elsewhere"}
 HOL_CLIENTS = {"ioredis": "ioredis (auto-pipelining on)", "noderedis": "node-redis"}
 
 
 def hol_from_facts(facts: dict, client: str | None = None) -> dict:
-    """{client: {case: [p50_us, p99_us]}} from an example's facts; `client` for facts that name none."""
+    """{client: {case: {"p50": µs, "p99": µs, "p50_rounds": [µs per turn], "p99_rounds": [...]}}} from an
+    example's facts; `client` for facts that name none. A case taken in turns gives the median of its
+    turns, so that the figure and its interval (hol_summary) come from the same turns."""
     out: dict = {}
     for name, value in facts.items():
         m = HOL_FACT.match(name)
         if m and value is not None and (m["client"] or client):
             who = HOL_CLIENTS.get(m["client"], m["client"]) if m["client"] else client
-            pair = out.setdefault(who, {}).setdefault(m["case"], [None, None])
-            pair[0 if m["stat"] == "p50" else 1] = value
+            out.setdefault(who, {}).setdefault(m["case"], {})[m["stat"] + (m["rounds"] or "")] = value
+    for cases in out.values():
+        for case in cases.values():
+            for stat in ("p50", "p99"):
+                if case.get(f"{stat}_rounds"):
+                    case[stat] = statistics.median(case[f"{stat}_rounds"])
     return out
 
 
@@ -191,16 +200,28 @@ def hol_cases(java: dict, node=None, go=None) -> dict:
 
 def hol_summary(hol: dict) -> dict:
     """`<client>_hol_<case>_p50` / `_p99`, and `<client>_hol_p99_ratio`: p99 behind the big reply on
-    the same connection ÷ on another connection."""
+    the same connection ÷ on another connection; with intervals where the example took turns (paired
+    by turn for the ratio)."""
     out = {}
     for client, cases in hol.items():
-        for case, (p50, p99) in cases.items():
-            for stat, value in (("p50", p50), ("p99", p99)):
-                if value is not None:
-                    out[f"{slug(client)}_hol_{case}_{stat}"] = quantity(value, "us", f"{value:,.0f} µs")
-        shared, separate = cases.get("shared", [None, None])[1], cases.get("separate", [None, None])[1]
-        if shared and separate:
-            out[f"{slug(client)}_hol_p99_ratio"] = quantity(shared / separate, "x")
+        for case, figures in cases.items():
+            for stat in ("p50", "p99"):
+                if figures.get(stat) is not None:
+                    out[f"{slug(client)}_hol_{case}_{stat}"] = quantity(
+                        figures[stat],
+                        "us",
+                        f"{figures[stat]:,.0f} µs",
+                        interval=stats.median_interval(figures.get(f"{stat}_rounds") or []),
+                    )
+        shared, separate = cases.get("shared", {}), cases.get("separate", {})
+        if shared.get("p99") and separate.get("p99"):
+            out[f"{slug(client)}_hol_p99_ratio"] = quantity(
+                shared["p99"] / separate["p99"],
+                "x",
+                interval=stats.ratio_interval(
+                    shared.get("p99_rounds") or [], separate.get("p99_rounds") or [], paired=True
+                ),
+            )
     return out
 
 
@@ -374,11 +395,11 @@ AUTO_ALT = (
 
 
 def hol_table(hol: dict) -> str:
-    """{client: {case: (p50_us, p99_us)}}: small GETs alone, behind a big reply on the same connection,
+    """{client: {case: {"p50": µs, "p99": µs, ...}}} (hol_from_facts): small GETs alone, behind a big reply on the same connection,
     and with the big reply on another connection."""
     rows = [
-        [client if i == 0 else "", HOL_CASES.get(case, case), _us(p50), _us(p99)]
+        [client if i == 0 else "", HOL_CASES.get(case, case), _us(figures.get("p50")), _us(figures.get("p99"))]
         for client, cases in hol.items()
-        for i, (case, (p50, p99)) in enumerate(cases.items())
+        for i, (case, figures) in enumerate(cases.items())
     ]
     return md_table(["Client", "Small GETs", "p50", "p99"], rows)

@@ -103,20 +103,16 @@ MULTI_CASES = ("below", "at")
 
 
 def go_facts_summary(auto: JavaRun | None, cluster: JavaRun | None = None, explicit: JavaRun | None = None) -> dict:
-    """The Go facts as figures for the prose, under go_: rueidis's head-of-line case (hol_<case>_<stat>),
+    """The Go facts as figures for the prose, under go_: rueidis's head-of-line case (hol_<case>_gets),
     its DoMulti just under and at its dedicated-connection threshold (multi_<below|at>_<stat>), go-redis's
     cluster split (cluster_node<i>_commands, cluster_node<i>_reads) and cross-slot answers, and the
     threshold itself (rueidis_blocking_pipeline). Empty where Go was missing."""
     out = {}
     f = auto.facts if auto else {}
-    if "hol_alone_p99_us" in f:
+    if "hol_alone_p99_us" in f:  # its latencies and their ratio are rueidis's in hol_summary
         for case in HOL_CASES:
-            for stat in ("p50", "p99", "max"):
-                out[f"go_hol_{case}_{stat}"] = quantity(f[f"hol_{case}_{stat}_us"], "us")
             out[f"go_hol_{case}_gets"] = quantity(f[f"hol_{case}_gets"], "count")
         out["go_hol_big_mb"] = quantity(f["hol_big_bytes"] / 1e6, "num", f"{f['hol_big_bytes'] / 1e6:.0f} MB")
-        out["go_hol_shared_vs_separate_p99"] = quantity(f["hol_shared_p99_us"] / f["hol_separate_p99_us"], "x")
-        out["go_hol_shared_vs_alone_p99"] = quantity(f["hol_shared_p99_us"] / f["hol_alone_p99_us"], "x")
     if "multi_at_connections" in f:
         for case in MULTI_CASES:
             out[f"go_multi_{case}_batch"] = quantity(f[f"multi_{case}_batch"], "count")
