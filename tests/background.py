@@ -1,14 +1,12 @@
-"""The work a test session needs that measures nothing, run in processes (or threads) of their own before
-the notebooks (tests/conftest.py holds the fixtures that start and read it)."""
+"""The work a test session needs that measures nothing, run in processes of their own before the notebooks
+(tests/conftest.py holds the fixtures that start and read it)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
@@ -42,26 +40,6 @@ class Background:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=60)
-
-
-class InThread:
-    """Background's counterpart for work done from this process: `work()` in a thread of its own."""
-
-    def __init__(self, work, needed_by: str):
-        self.work, self.needed_by = work, needed_by
-        self.pool = ThreadPoolExecutor(1)
-        self.future = None
-
-    def start(self) -> None:
-        if self.future is None:
-            self.future = self.pool.submit(self.work)
-
-    def wait(self):
-        self.start()
-        return self.future.result(timeout=900)
-
-    def stop(self) -> None:
-        self.pool.shutdown(wait=True)
 
 
 def prepare_chapter_10() -> None:
@@ -105,35 +83,52 @@ class BeforeTheNotebooks:
             thread.join()
 
 
-def unsolved_java() -> dict:
-    """Each Java exercise run unsolved, as a trainee first runs it, on a Redis of its own:
-    {alias: (the run, keys left in that Redis after it)}."""
+def unsolved_java(out: Path) -> None:
+    """Each Java exercise run unsolved, as a trainee first runs it, on a Redis of its own, written to `out`
+    as {alias: [exit code, stdout, stderr, keys left in that Redis after it]} (read by unsolved_runs)."""
     from pipelab.course import timings as course
 
-    out = {}
+    runs = {}
     with EmbeddedRedis(port=free_port()) as server:
         for ex in course.EXERCISES:
             done = course.run_java(ex, server.endpoint, solution=False)
             with server.endpoint.client() as client:
-                out[ex.alias(False)] = (done, client.dbsize())
-    return out
+                runs[ex.alias(False)] = [done.returncode, done.stdout, done.stderr, client.dbsize()]
+    out.write_text(json.dumps(runs))
 
 
-def course_env() -> dict:
+def unsolved_runs(out: Path) -> dict:
+    """unsolved_java's file as {alias: (the run, keys left)}."""
+    return {
+        alias: (subprocess.CompletedProcess([alias], code, stdout, stderr), keys)
+        for alias, (code, stdout, stderr, keys) in json.loads(out.read_text()).items()
+    }
+
+
+# Run as a process of its own, so that no test's change to os.environ (a PATH without java, say) reaches it.
+JOBS = {"tools": prepare_chapter_10, "unsolved": unsolved_java}
+
+if __name__ == "__main__":
+    import sys
+
+    JOBS[sys.argv[1]](*map(Path, sys.argv[2:]))
+
+
+def course_env(env: dict) -> dict:
     """`pipelab course` starts its own Redis, toxiproxy and cluster (isolated_build has unset the
     variables that would attach it elsewhere): on ports other than the session's."""
-    session_port = int(os.environ["PIPELAB_CLUSTER_PORT"])
+    session_port = int(env["PIPELAB_CLUSTER_PORT"])
     cluster_port = free_cluster_port()
     while abs(cluster_port - session_port) <= 3:  # three masters each: the two ranges must not meet
         cluster_port = free_cluster_port()
-    return dict(os.environ, PIPELAB_PORT=str(free_port()), PIPELAB_CLUSTER_PORT=str(cluster_port), PIPELAB_PROGRESS="0")
+    return dict(env, PIPELAB_PORT=str(free_port()), PIPELAB_CLUSTER_PORT=str(cluster_port), PIPELAB_PROGRESS="0")
 
 
-def portable_env(build: Path) -> dict:
+def portable_env(env: dict, build: Path) -> dict:
     """Chapter 1's book as a reader without Linux's facilities runs it (pipelab.host), on a Redis and
     toxiproxy of its own, into a build of its own."""
     return dict(
-        os.environ,
+        env,
         PIPELAB_HOST="portable",
         PIPELAB_BUILD=str(build),
         PIPELAB_PORT=str(free_port()),

@@ -24,13 +24,11 @@ from tests.background import (
     QUEUES,
     Background,
     BeforeTheNotebooks,
-    InThread,
     contradict,
     course_env,
     portable_env,
-    prepare_chapter_10,
     seeded,
-    unsolved_java,
+    unsolved_runs,
 )
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -160,29 +158,41 @@ def background(isolated_build, tmp_path_factory) -> dict:
     contradicts a sentence of chapter 1 ("contradicted"). QUEUES says what runs after what."""
     from pipelab import paths
 
+    start = dict(os.environ)  # as the session starts: no test has changed it yet (a PATH without java, say)
     jobs = {
-        "tools": InThread(prepare_chapter_10, "executed_notebooks"),
+        "tools": Background(
+            [sys.executable, "-m", "tests.background", "tools"],
+            lambda: start,
+            isolated_build / "tools.log",
+            "executed_notebooks",
+        ),
         "portable": Background(
             [sys.executable, "-m", "pipelab", "book", "--chapters", "1", "--quick", "--no-site"],
-            lambda: portable_env(isolated_build / "portable"),
+            lambda: portable_env(start, isolated_build / "portable"),
             isolated_build / "portable.log",
             "portable_book",
             made=isolated_build / "portable",
         ),
         "secured": Background(
             [sys.executable, "-m", "tests.secured_book", str(isolated_build / "secured")],
-            lambda: dict(os.environ),
+            lambda: start,
             isolated_build / "secured.log",
             "secured_run",
             made=isolated_build / "secured",
         ),
         "course": Background(
             [sys.executable, "-m", "pipelab", "course", "--quick", "--no-site"],
-            course_env,
+            lambda: course_env(start),
             isolated_build / "course.log",
             "course_run",
         ),
-        "unsolved": InThread(unsolved_java, "unsolved_java_runs"),
+        "unsolved": Background(
+            [sys.executable, "-m", "tests.background", "unsolved", str(isolated_build / "unsolved.json")],
+            lambda: start,
+            isolated_build / "unsolved.log",
+            "unsolved_java_runs",
+            made=isolated_build / "unsolved.json",
+        ),
     }
     base = tmp_path_factory.mktemp("unmeasured")
     contradict(base / "contradicted" / "build" / "results")
@@ -191,7 +201,7 @@ def background(isolated_build, tmp_path_factory) -> dict:
         ("nothing", base / "no-reference"),
         ("contradicted", paths.reference_dir()),
     ):
-        env = dict(os.environ, PIPELAB_BUILD=str(base / name / "build"), PIPELAB_REFERENCE=str(reference))
+        env = dict(start, PIPELAB_BUILD=str(base / name / "build"), PIPELAB_REFERENCE=str(reference))
         site = base / name / "site"
         jobs[name] = Background(
             [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
@@ -277,7 +287,9 @@ def portable_book(jdk, background) -> tuple[int, str, Path]:
 @pytest.fixture(scope="session")
 def unsolved_java_runs(jdk, background) -> dict:
     """Each Java exercise run unsolved: {alias: (the run, keys left in Redis after it)} (unsolved_java)."""
-    return background["unsolved"].wait()
+    code, printed = background["unsolved"].wait()
+    assert code == 0, f"tests.background unsolved exited {code}:\n{printed}"
+    return unsolved_runs(background["unsolved"].made)
 
 
 def needed_in_session(request, fixture: str) -> bool:
