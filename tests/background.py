@@ -36,6 +36,13 @@ class Background:
         self.start()
         return self.proc.wait(timeout=1800), self.log.read_text()[-3000:]
 
+    def succeeded(self) -> Path | None:
+        """Waits; fails the test that asked, with the end of what the command printed, unless it exited 0;
+        then what the command makes."""
+        code, printed = self.wait()
+        assert code == 0, f"{' '.join(map(str, self.argv[1:]))} exited {code}:\n{printed}"
+        return self.made
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()

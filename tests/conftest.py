@@ -255,8 +255,7 @@ def course_run(jdk, background):
     from pipelab import results
     from pipelab.course import timings as course
 
-    code, printed = background["course"].wait()
-    assert code == 0, f"pipelab course --quick exited {code}:\n{printed}"
+    background["course"].succeeded()
     return results.load(course.TIMINGS)
 
 
@@ -270,9 +269,7 @@ def secured_run(jdk, background) -> tuple[dict, Path]:
         secured_book.tls.tls_server_binary()
     except LabError as err:
         unavailable(str(err))
-    code, printed = background["secured"].wait()
-    assert code == 0, f"tests.secured_book exited {code}:\n{printed}"
-    made = background["secured"].made
+    made = background["secured"].succeeded()
     return json.loads((made / "secured.json").read_text()), made
 
 
@@ -287,9 +284,7 @@ def portable_book(jdk, background) -> tuple[int, str, Path]:
 @pytest.fixture(scope="session")
 def unsolved_java_runs(jdk, background) -> dict:
     """Each Java exercise run unsolved: {alias: (the run, keys left in Redis after it)} (unsolved_java)."""
-    code, printed = background["unsolved"].wait()
-    assert code == 0, f"tests.background unsolved exited {code}:\n{printed}"
-    return unsolved_runs(background["unsolved"].made)
+    return unsolved_runs(background["unsolved"].succeeded())
 
 
 def needed_in_session(request, fixture: str) -> bool:
