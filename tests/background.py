@@ -62,10 +62,19 @@ def prepare_chapter_10() -> None:
             pass
 
 
-# The two queues, about as long as each other in a fresh clone's run (chapter 10's builds and the course
-# took 240 s there, the rest 230 s). The two books that run chapter 1's JBang aliases share a queue:
-# two JBang processes building one alias at once can clash.
-QUEUES = (("tools", "course"), ("portable", "secured", "unsolved", "reference", "nothing", "contradicted"))
+# Chapters whose quick run the tests read for what happened, never for how fast: chapter 8's outcomes,
+# counts and heap sizes, mostly waits on client timeouts (about 40% of one core for 2 minutes). Each runs
+# here, by `pipelab book` on a lab of its own, rather than among the notebooks that measure.
+BESIDE = ("08",)
+
+# The first two queues about as long as each other in a fresh clone's run (chapter 10's builds and the
+# course took 240 s there, the rest 230 s); each chapter of BESIDE in one of its own. The two books that
+# run chapter 1's JBang aliases share a queue: two JBang processes building one alias at once can clash.
+QUEUES = (
+    ("tools", "course"),
+    ("portable", "secured", "unsolved", "reference", "nothing", "contradicted"),
+    *((f"ch{chapter}",) for chapter in BESIDE),
+)
 
 
 class BeforeTheNotebooks:
@@ -129,6 +138,22 @@ def course_env(env: dict) -> dict:
     while abs(cluster_port - session_port) <= 3:  # three masters each: the two ranges must not meet
         cluster_port = free_cluster_port()
     return dict(env, PIPELAB_PORT=str(free_port()), PIPELAB_CLUSTER_PORT=str(cluster_port), PIPELAB_PROGRESS="0")
+
+
+def beside_env(env: dict, build: Path, kernels: dict) -> dict:
+    """A chapter of BESIDE: its own Redis, toxiproxy and cluster (course_env), its own build, and what
+    the session's kernels get (`kernels`: section tracing, the Java runs log)."""
+    return course_env(env) | kernels | {"PIPELAB_BUILD": str(build)}
+
+
+def adopt(chapter: str, made: Path, build: Path) -> None:
+    """A chapter's run beside the work, moved into the session's build as if run there: its executed
+    notebook, its results and the record of its inputs."""
+    for folder, pattern in (("notebooks", f"{chapter}-*.ipynb"), ("inputs", f"{chapter}-*")):
+        (build / folder).mkdir(parents=True, exist_ok=True)
+        for path in (made / folder).glob(pattern):
+            shutil.copy2(path, build / folder / path.name)
+    shutil.copytree(made / "results" / f"ch{chapter}", build / "results" / f"ch{chapter}", dirs_exist_ok=True)
 
 
 def portable_env(env: dict, build: Path) -> dict:

@@ -21,9 +21,12 @@ from pipelab.errors import LabError
 from pipelab.lab import Lab, Session
 from pipelab.server import EmbeddedRedis, free_port
 from tests.background import (
+    BESIDE,
     QUEUES,
     Background,
     BeforeTheNotebooks,
+    adopt,
+    beside_env,
     contradict,
     course_env,
     portable_env,
@@ -123,9 +126,10 @@ def jdk():
 # The order of a session (pytest_collection_modifyitems, below): first the tests that
 # neither measure on the session's lab nor read the notebooks, beside the work the session needs that
 # measures nothing (the course's solutions, the secured and portable books, site builds, chapter 10's
-# npm ci and go build), started at once in two queues; then the notebooks, alone on the machine once
-# that work is done; then the tests that measure on the lab or read what the notebooks did. On 2 cores
-# a notebook beside other work measures that work too (its figures moved, and direction tests flaked).
+# npm ci and go build, the chapters that time nothing), started at once in queues; then the notebooks,
+# alone on the machine once that work is done; then the tests that measure on the lab or read what the
+# notebooks did. On 2 cores a notebook beside other work measures that work too (its figures moved, and
+# direction tests flaked).
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -143,8 +147,12 @@ def before_the_notebooks(request):
         pass  # the tests that need them say so
     jobs = request.getfixturevalue("background")  # not a parameter: it would mark every test "redis"
     assert sorted(sum(QUEUES, ())) == sorted(jobs), "each background job has its place in one queue"
+    unwanted = {f"ch{chapter}" for chapter in BESIDE if chapter not in notebooks_run()}
     yield BeforeTheNotebooks(
-        [[jobs[name] for name in queue if needed_in_session(request, jobs[name].needed_by)] for queue in QUEUES]
+        [
+            [jobs[name] for name in queue if needed_in_session(request, jobs[name].needed_by) and name not in unwanted]
+            for queue in QUEUES
+        ]
     )
 
 
@@ -155,11 +163,22 @@ def background(isolated_build, tmp_path_factory) -> dict:
     over TLS ("secured"), a quick chapter 1 without Linux's facilities ("portable", pipelab.host), and
     the site built (mkdocs --strict) before the reader measured anything: with the committed reference
     ("reference"), with no reference either ("nothing"), and with one results file of the reader's that
-    contradicts a sentence of chapter 1 ("contradicted"). QUEUES says what runs after what."""
-    from pipelab import paths
+    contradicts a sentence of chapter 1 ("contradicted"), and the quick chapters of BESIDE on labs of
+    their own ("ch08"). QUEUES says what runs after what."""
+    from pipelab import jbang, paths
 
     start = dict(os.environ)  # as the session starts: no test has changed it yet (a PATH without java, say)
+    kernels = section_tracing(isolated_build) | {jbang.RUNS_LOG_VAR: str(java_runs_log(isolated_build))}
     jobs = {
+        f"ch{chapter}": Background(
+            [sys.executable, "-m", "pipelab", "book", "--chapters", chapter, "--quick", "--no-site"],
+            lambda chapter=chapter: beside_env(start, isolated_build / f"ch{chapter}", kernels),
+            isolated_build / f"ch{chapter}.log",
+            "executed_notebooks",
+            made=isolated_build / f"ch{chapter}",
+        )
+        for chapter in BESIDE
+    } | {
         "tools": Background(
             [sys.executable, "-m", "tests.background", "tools"],
             lambda: start,
@@ -216,21 +235,34 @@ def background(isolated_build, tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="session")
-def executed_notebooks(session, jdk, isolated_build, before_the_notebooks):
+def executed_notebooks(request, session, jdk, isolated_build, before_the_notebooks):
     """Every chapter notebook, executed once in quick mode against the session's Redis: {"01": nb, ...}."""
     import nbformat
 
     from pipelab import jbang
     from pipelab.book import build as book
 
-    only = [n for n in os.environ.get("PIPELAB_TEST_NOTEBOOKS", "").split(",") if n]  # e.g. "02" while editing
+    wanted = notebooks_run()
     if before_the_notebooks is not None:
         before_the_notebooks.done()
+    beside = [chapter for chapter in BESIDE if chapter in wanted]
+    for chapter in beside:  # run before the notebooks, on a lab of its own (tests/background.py)
+        adopt(chapter, request.getfixturevalue("background")[f"ch{chapter}"].succeeded(), isolated_build)
+    rest = [chapter for chapter in wanted if chapter not in beside]
     with kernels_attached(
         session, **section_tracing(isolated_build), **{jbang.RUNS_LOG_VAR: str(java_runs_log(isolated_build))}
     ):
-        paths = book.run_notebooks(session.env(), quick=True, only=only or None)
-    return {p.name[:2]: nbformat.read(p, as_version=4) for p in paths}
+        paths = book.run_notebooks(session.env(), quick=True, only=rest) if rest else []
+    paths += [book.notebooks_out_dir() / source.name for source in book.notebooks(beside)] if beside else []
+    return {p.name[:2]: nbformat.read(p, as_version=4) for p in sorted(paths)}
+
+
+def notebooks_run() -> list[str]:
+    """The chapters this session executes: all, or those PIPELAB_TEST_NOTEBOOKS names ("02,08" while editing)."""
+    from pipelab.book import build as book
+
+    only = [n for n in os.environ.get("PIPELAB_TEST_NOTEBOOKS", "").split(",") if n]
+    return [source.name[:2] for source in book.notebooks(only or None)]
 
 
 def section_tracing(build) -> dict:
