@@ -483,7 +483,7 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.redis)
         else:
             item.add_marker(pytest.mark.unit)
-        if used & (NOTEBOOK_FIXTURES | MEASURING_FIXTURES):
+        if used & NOTEBOOK_FIXTURES or (used & MEASURING_FIXTURES and not item.get_closest_marker("times_nothing")):
             item.add_marker(pytest.mark.measures)
     # The session's order (see BeforeTheNotebooks): stable, so files keep their order within each part.
     items.sort(key=lambda item: item.get_closest_marker("measures") is not None)

@@ -175,6 +175,37 @@ def test_a_workload_size_stales_exactly_its_chapter(repo_copy):
     ]
 
 
+def test_a_quick_size_stales_no_full_run(repo_copy):
+    assert (
+        repo_copy(
+            "pipelab/chapters/ch01.py", "N_PING = Size(full=10_000, quick=500)", "N_PING = Size(full=10_000, quick=501)"
+        )
+        == []
+    )
+    assert repo_copy(
+        "pipelab/chapters/ch01.py", "N_PING = Size(full=10_000, quick=501)", "N_PING = Size(full=9_999, quick=501)"
+    ) == ["01"]
+
+
+@pytest.mark.parametrize("quick", [False, True])
+def test_each_mode_reads_only_its_own_sizes(quick):
+    module = "from ..params import Size\nBASE = 4\nN = Size(full=BASE * 10, quick=2)\nM = Size(3, 1)\n"
+
+    def meaning(source, names=None):
+        return inputs.python_meaning(source, names, quick=quick)
+
+    edits = {  # what each edit moves: a full run's sizes, or a quick run's
+        "full": [("BASE * 10", "BASE * 11"), ("Size(3, 1)", "Size(5, 1)")],
+        "quick": [("quick=2", "quick=3"), ("Size(3, 1)", "Size(3, 2)")],
+    }
+    for mode, changes in edits.items():
+        for old, new in changes:
+            moved = meaning(module.replace(old, new)) != meaning(module)
+            assert moved == (mode == ("quick" if quick else "full")), (old, new)
+    # What only the full size uses is no input of a quick run of N.
+    assert (meaning(module.replace("BASE = 4", "BASE = 5"), {"N"}) != meaning(module, {"N"})) is not quick
+
+
 def test_a_function_another_chapter_uses_stales_it_too(repo_copy):
     stale = repo_copy("pipelab/chapters/ch02/batches.py", "def get_in_batches(", "def get_in_batches(_unused=None, *, ")
     assert stale == ["02", "06"]

@@ -155,6 +155,7 @@ def test_example_refuses_a_database_with_foreign_keys(jdk, lab, foreign_key):
         lab.java("ch01-sadd", 10, 1)
 
 
+@pytest.mark.times_nothing  # a JBang build and one JVM: beside the work before the notebooks
 def test_the_result_line_escapes_what_json_must_escape(jdk, tmp_path):
     """LabSupport writes its JSON with Gson: quotes, backslashes, newlines and control characters in keys
     and texts reach Python intact, and a NaN stays a number Python reads."""

@@ -126,6 +126,7 @@ def test_a_command_the_acl_user_may_not_run_is_one_sentence(secured):
     assert "may not run a command the lab needs" in done.stderr and "'scan'" in done.stderr
 
 
+@pytest.mark.times_nothing  # connects and fails to connect: 23 s of JVMs, beside the work before the notebooks
 def test_every_java_client_reaches_an_acl_user_over_tls_and_says_why_not_in_one_sentence(secured, jdk, tmp_path):
     from pipelab import jbang, tls
 

@@ -4,7 +4,7 @@ The key covers what can change a figure, by meaning rather than by bytes:
 - the notebook's code cells (their syntax tree: markdown, outputs, cell ids and formatting do not count);
 - every pipelab module the notebook reaches through imports, as a syntax tree without docstrings
   (comments and formatting never reach the tree), except `settings.py`, which only says where the lab
-  listens;
+  listens; each Size there as the value the run's mode reads (a quick size never stales a full run);
 - the Java sources of every JBang alias the notebook ran (recorded when it runs, not guessed from the
   alias's name), with their //SOURCES, as tokens without comments (JBang's //DEPS-style directives
   count, since they pin the clients);
@@ -202,16 +202,34 @@ class _NoDocstrings(ast.NodeTransformer):
         return node
 
 
+class _OneSize(ast.NodeTransformer):
+    """Each Size(full=..., quick=...) as the one value a run in that mode reads (params.Size): a quick
+    size is no input of a full run, nor a full size of a quick one."""
+
+    def __init__(self, field: str):
+        self.field = field
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+        if called != "Size":
+            return node
+        given = dict(zip(("full", "quick"), node.args)) | {k.arg: k.value for k in node.keywords if k.arg}
+        return given.get(self.field, node)
+
+
 @functools.lru_cache(maxsize=1024)
-def _python_meaning(source: str, names: frozenset[str] | None) -> str:
+def _python_meaning(source: str, names: frozenset[str] | None, quick: bool | None) -> str:
     tree = _NoDocstrings().visit(ast.parse(source))
+    if quick is not None:  # before the slice: a name only the other mode's size uses is then no input
+        tree = _OneSize("quick" if quick else "full").visit(tree)
     return ast.dump(ast.Module(body=_slice(tree, names), type_ignores=[]))
 
 
-def python_meaning(source: str, names: set[str] | None = None) -> str:
+def python_meaning(source: str, names: set[str] | None = None, *, quick: bool | None = None) -> str:
     """The code's syntax tree without docstrings (comments, blank lines and layout never reach it);
-    with `names`, only the statements they need (_slice)."""
-    return _python_meaning(source, None if names is None else frozenset(names))
+    with `names`, only the statements they need (_slice); with `quick`, each Size as that mode's value."""
+    return _python_meaning(source, None if names is None else frozenset(names), quick)
 
 
 # A Java token stream: strings and chars kept whole (a "//" inside one is no comment), comments dropped
@@ -338,13 +356,13 @@ def toolchain_versions(langs) -> dict[str, str]:
     return out
 
 
-def sources(notebook: Path, aliases: list[str]) -> dict:
-    """The chapter's own inputs by meaning: its notebook, the pipelab modules it reaches, the Java
-    sources of the `aliases` it ran, and the lock (what the committed reference run records, machine
-    and server aside)."""
+def sources(notebook: Path, aliases: list[str], *, quick: bool = False) -> dict:
+    """The chapter's own inputs by meaning, for a full run or a `quick` one: its notebook, the pipelab
+    modules it reaches (with that mode's sizes), the Java sources of the `aliases` it ran, and the lock
+    (what the committed reference run, a full one, records, machine and server aside)."""
     python = {
         _name(path) + ("" if names is None else " (what this chapter uses)"): _sha(
-            python_meaning(path.read_text(), names)
+            python_meaning(path.read_text(), names, quick=quick)
         )
         for path, names in python_parts(notebook).items()
     }
@@ -375,7 +393,7 @@ def changes(made_from: dict, now: dict) -> list[str]:
 
 
 def chapter_key(notebook: Path, *, quick: bool, server: str, aliases: list[str]) -> dict:
-    parts = sources(notebook, aliases) | {"server": server, "quick": quick, "machine": machine()}
+    parts = sources(notebook, aliases, quick=quick) | {"server": server, "quick": quick, "machine": machine()}
     parts["key"] = _sha(json.dumps(parts, sort_keys=True))
     return parts
 
