@@ -82,6 +82,14 @@ def test_go_off_is_one_sentence_and_the_chapter_measures_nothing(monkeypatch):
     assert ch10_go.measure_go_cluster(None, None) is None
 
 
+def test_without_a_home_gos_caches_stay_in_build(monkeypatch):
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    env = golang.go_env()
+    assert env["GOMODCACHE"] == str(golang.tools_dir() / "go" / "mod")
+    assert env["GOCACHE"] == str(golang.tools_dir() / "go" / "cache")
+
+
 def test_no_go_on_path_and_a_too_old_go_each_say_what_to_install(module, monkeypatch, tmp_path):
     monkeypatch.setenv(golang.GO_VAR, str(tmp_path / "no-such-go"))
     with pytest.raises(Unavailable, match=r"^No Go toolchain found: install Go 1\.24 or newer"):
@@ -100,7 +108,7 @@ def test_a_build_is_kept_until_a_source_or_go_sum_changes(module, monkeypatch):
     assert first.exists() and first.parent == golang.tools_dir() / "go" / "bin"
     golang.build("demo")
     assert len(log.read_text().splitlines()) == 1  # the second run reused the binary
-    assert "-mod=readonly" in log.read_text() and str(golang.tools_dir() / "go" / "mod") in log.read_text()
+    assert "-mod=readonly" in log.read_text() and str(golang.tools_dir()) not in log.read_text()  # go's own caches
     (mod / "demo" / "main.go").write_text("package main // changed\n")
     golang.build("demo")
     (mod / "go.sum").write_text("example.com/x v1.0.0 h1:abc=\n")
