@@ -165,10 +165,10 @@ def background(isolated_build, tmp_path_factory) -> dict:
     ("reference"), with no reference either ("nothing"), and with one results file of the reader's that
     contradicts a sentence of chapter 1 ("contradicted"), and the quick chapters of BESIDE on labs of
     their own ("ch08"). QUEUES says what runs after what."""
-    from pipelab import jbang, paths
+    from pipelab import paths
 
     start = dict(os.environ)  # as the session starts: no test has changed it yet (a PATH without java, say)
-    kernels = section_tracing(isolated_build) | {jbang.RUNS_LOG_VAR: str(java_runs_log(isolated_build))}
+    kernels = traced_kernels(isolated_build)
     jobs = {
         f"ch{chapter}": Background(
             [sys.executable, "-m", "pipelab", "book", "--chapters", chapter, "--quick", "--no-site"],
@@ -239,7 +239,6 @@ def executed_notebooks(request, session, jdk, isolated_build, before_the_noteboo
     """Every chapter notebook, executed once in quick mode against the session's Redis: {"01": nb, ...}."""
     import nbformat
 
-    from pipelab import jbang
     from pipelab.book import build as book
 
     wanted = notebooks_run()
@@ -249,9 +248,7 @@ def executed_notebooks(request, session, jdk, isolated_build, before_the_noteboo
     for chapter in beside:  # run before the notebooks, on a lab of its own (tests/background.py)
         adopt(chapter, request.getfixturevalue("background")[f"ch{chapter}"].succeeded(), isolated_build)
     rest = [chapter for chapter in wanted if chapter not in beside]
-    with kernels_attached(
-        session, **section_tracing(isolated_build), **{jbang.RUNS_LOG_VAR: str(java_runs_log(isolated_build))}
-    ):
+    with kernels_attached(session, **traced_kernels(isolated_build)):
         paths = book.run_notebooks(session.env(), quick=True, only=rest) if rest else []
     paths += [book.notebooks_out_dir() / source.name for source in book.notebooks(beside)] if beside else []
     return {p.name[:2]: nbformat.read(p, as_version=4) for p in sorted(paths)}
@@ -263,6 +260,13 @@ def notebooks_run() -> list[str]:
 
     only = [n for n in os.environ.get("PIPELAB_TEST_NOTEBOOKS", "").split(",") if n]
     return [source.name[:2] for source in book.notebooks(only or None)]
+
+
+def traced_kernels(build) -> dict:
+    """What the session's notebook kernels get, in the session or beside it: section tracing, the Java runs log."""
+    from pipelab import jbang
+
+    return section_tracing(build) | {jbang.RUNS_LOG_VAR: str(java_runs_log(build))}
 
 
 def section_tracing(build) -> dict:
