@@ -2,8 +2,9 @@
 
 The examples live in java-examples/ch10-auto-pipelining/go, one module (go.mod, go.sum) with a main
 package per example. Each is built with `go build` into tools_dir()/go/bin, with GOFLAGS=-mod=readonly,
-so go.sum is enforced, and go's own module and build caches (go_env). A build is kept while the example's sources, go.mod, go.sum and go's version are the
-same (a stamp beside the binary holds their digest): a second run starts at once.
+so go.sum is enforced, and go's own module and build caches (go_env). A build is kept while the
+example's sources, go.mod, go.sum and go's version are the same (a stamp beside the binary holds their
+digest): a second run starts at once.
 
 The examples print the Java examples' PIPELAB-RESULT line, so jbang.parse_result reads it and a
 jbang.JavaRun carries it. PIPELAB_GO=off makes the lab act as if there were no Go (tests), a path
