@@ -248,10 +248,11 @@ def executed_notebooks(request, session, jdk, isolated_build, before_the_noteboo
     for chapter in beside:  # run before the notebooks, on a lab of its own (tests/background.py)
         adopt(chapter, request.getfixturevalue("background")[f"ch{chapter}"].succeeded(), isolated_build)
     rest = [chapter for chapter in wanted if chapter not in beside]
-    with kernels_attached(session, **traced_kernels(isolated_build)):
-        paths = book.run_notebooks(session.env(), quick=True, only=rest) if rest else []
-    paths += [book.notebooks_out_dir() / source.name for source in book.notebooks(beside)] if beside else []
-    return {p.name[:2]: nbformat.read(p, as_version=4) for p in sorted(paths)}
+    if rest:  # (only=[] would mean every chapter)
+        with kernels_attached(session, **traced_kernels(isolated_build)):
+            book.run_notebooks(session.env(), quick=True, only=rest)
+    executed = {source.name[:2]: book.notebooks_out_dir() / source.name for source in book.notebooks(wanted)}
+    return {chapter: nbformat.read(path, as_version=4) for chapter, path in executed.items()}
 
 
 def notebooks_run() -> list[str]:
