@@ -244,12 +244,18 @@ class JavaRun:
         warmup = self.data.get("warmup_s", {})
         paired = self.data.get("paired", {})  # modes measured in the same rounds (LabSupport.interleaved)
         stopped = self.data.get("stopped", {})  # what ended each measured mode's rounds short of the target
+        collected = self.data.get("collected", {})  # recorded samples a garbage collection fell inside
         return {
             mode: Measurement(
                 mode,
                 int(ops.get(mode, self.data["size"])),
                 [float(s) for s in samples],
-                {"alias": self.alias, "client_cpu_s": cpu.get(mode), **self.fields.get(mode, {})},
+                {
+                    "alias": self.alias,
+                    "client_cpu_s": cpu.get(mode),
+                    **({"collected_samples": collected[mode]} if mode in collected else {}),
+                    **self.fields.get(mode, {}),
+                },
                 list(warmup.get(mode, [])),
                 paired_with=f"{self.alias}: {paired[mode]}" if mode in paired else "",
                 stopped=stop_reason(samples, stopped[mode]) if mode in stopped else "",

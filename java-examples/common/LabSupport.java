@@ -19,12 +19,17 @@ import com.google.gson.GsonBuilder;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryPoolMXBean;
+import java.lang.management.MemoryType;
+import java.lang.management.MemoryUsage;
 import java.util.AbstractList;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -562,12 +567,14 @@ final class LabSupport {
         final List<Double> cpu;
         final List<Double> warmup; // wall seconds of the warm-up iterations: reported, never in a median
         final String stopped; // what ended the rounds short of the target: "time", "rounds", "asked" or ""
+        final int collected; // recorded iterations a garbage collection still fell inside
 
-        Samples(List<Double> wall, List<Double> cpu, List<Double> warmup, String stopped) {
+        Samples(List<Double> wall, List<Double> cpu, List<Double> warmup, String stopped, int collected) {
             this.wall = List.copyOf(wall);
             this.cpu = List.copyOf(cpu);
             this.warmup = List.copyOf(warmup);
             this.stopped = stopped;
+            this.collected = collected;
         }
 
         @Override
@@ -605,7 +612,8 @@ final class LabSupport {
      * of the machine falls on all of them alike; Report#paired records that their samples pair
      * up by round. Warm-up rounds go on while the JIT compiled for over JIT_SHARE of the last
      * JIT_QUIET_S of them or a round is over 10% faster than the one before, up to
-     * RepeatRule#warmupMore rounds beyond `warmup` and RepeatRule#capS seconds.
+     * RepeatRule#warmupMore rounds beyond `warmup` and RepeatRule#capS seconds; a first recorded
+     * round that still fails that test joins them, within the extra rounds' time.
      */
     static Map<String, Samples> interleaved(Settings s, Step reset, Map<String, Step> tasks, Step verify)
             throws Exception {
@@ -651,6 +659,13 @@ final class LabSupport {
         double budget = RULE == null ? 0 : Math.min(Math.max(spent, RULE.floorS()), RULE.capS());
         double perRound = spent / Math.max(1, s.repeat());
         double extra = 0;
+        // A recorded round over 10% slower than the next was still warming up (the warm-up's own test,
+        // which its time cap cut short): it joins the warm-up, and another round takes its place.
+        while (RULE != null && timed.values().iterator().next().size() >= 2 && falling(firstRounds(timed))
+                && extra + perRound <= budget) {
+            timed.forEach((name, samples) -> warm.get(name).add(samples.remove(0)[0]));
+            extra += timedRound(reset, tasks, verify, timed);
+        }
         while (RULE != null && timed.values().stream().anyMatch(samples -> !settled(samples, RULE.target()))
                 && extra + perRound <= budget
                 && timed.values().iterator().next().size() < RULE.maxFactor() * s.repeat()) {
@@ -664,13 +679,15 @@ final class LabSupport {
         timed.forEach((name, samples) -> {
             List<Double> wall = new ArrayList<>();
             List<Double> cpu = new ArrayList<>();
+            int collected = 0;
             for (double[] sample : samples) {
                 wall.add(sample[0]);
                 if (PROCESS_CPU_NANOS != null) {
                     cpu.add(sample[1]);
                 }
+                collected += sample[2] > 0 ? 1 : 0;
             }
-            out.put(name, new Samples(wall, cpu, warm.get(name), stopped));
+            out.put(name, new Samples(wall, cpu, warm.get(name), stopped, collected));
         });
         return out;
     }
@@ -738,6 +755,17 @@ final class LabSupport {
         return wall < JIT_QUIET_S || compiling > JIT_SHARE * wall;
     }
 
+    /** The first two recorded rounds' wall seconds, every task's together. */
+    private static List<Double> firstRounds(Map<String, List<double[]>> timed) {
+        double first = 0;
+        double second = 0;
+        for (List<double[]> samples : timed.values()) {
+            first += samples.get(0)[0];
+            second += samples.get(1)[0];
+        }
+        return List.of(first, second);
+    }
+
     /** Whether the last warm-up round was over 10% faster than the one before. */
     private static boolean falling(List<Double> rounds) {
         int n = rounds.size();
@@ -772,21 +800,64 @@ final class LabSupport {
         return median > 0 && (sorted[hi] - sorted[lo]) / 2 / median <= target;
     }
 
-    /** One iteration: {wall seconds, CPU seconds} of `task`, with reset before and verify after, untimed. */
+    /**
+     * One iteration: {wall seconds, CPU seconds, collections} of `task`, with reset before and verify
+     * after, untimed.
+     */
     private static double[] once(Step reset, Step task, Step verify) throws Exception {
         if (reset != null) {
             reset.run();
         }
+        roomFor(task);
+        long collections = collections();
+        long edenBefore = EDEN == null ? 0 : EDEN.getUsage().getUsed();
         // The CPU readings bracket the wall-clock ones, so their own cost is not timed.
         long cpuStart = PROCESS_CPU_NANOS == null ? 0 : PROCESS_CPU_NANOS.getAsLong();
         long start = System.nanoTime();
         task.run();
         long elapsed = System.nanoTime() - start;
         long cpuSpent = PROCESS_CPU_NANOS == null ? 0 : PROCESS_CPU_NANOS.getAsLong() - cpuStart;
+        long collected = collections() - collections;
+        if (EDEN != null && collected == 0) {
+            ALLOCATES.merge(task, EDEN.getUsage().getUsed() - edenBefore, Math::max);
+        }
         if (verify != null) {
             verify.run();
         }
-        return new double[] {elapsed / 1e9, cpuSpent / 1e9};
+        return new double[] {elapsed / 1e9, cpuSpent / 1e9, collected};
+    }
+
+    /**
+     * The young generation, where the JVM names it: a young collection inside a timed task (5 to 30
+     * ms each in Spring's SADD job, one every few iterations) made its samples up to twice the median.
+     */
+    private static final MemoryPoolMXBean EDEN = ManagementFactory.getMemoryPoolMXBeans().stream()
+            .filter(pool -> pool.getType() == MemoryType.HEAP && pool.getName().contains("Eden")).findFirst()
+            .orElse(null);
+
+    /** The most young-generation bytes one run of each task has taken, seen on runs with no collection. */
+    private static final Map<Step, Long> ALLOCATES = new IdentityHashMap<>();
+
+    /**
+     * Collects before `task` when what it took on an earlier run, and half again, would not fit in the
+     * young generation's free room (and before its first run): the collection it would have started
+     * falls outside the timed region, as Python's measure.timed collects first.
+     */
+    private static void roomFor(Step task) {
+        if (EDEN == null) {
+            return;
+        }
+        Long needs = ALLOCATES.get(task);
+        MemoryUsage eden = EDEN.getUsage();
+        if (needs == null || eden.getCommitted() - eden.getUsed() < needs + needs / 2) {
+            System.gc();
+        }
+    }
+
+    /** Collections of every collector so far. */
+    private static long collections() {
+        return ManagementFactory.getGarbageCollectorMXBeans().stream()
+                .mapToLong(GarbageCollectorMXBean::getCollectionCount).filter(n -> n > 0).sum();
     }
     // --8<-- [end:measure]
 
@@ -839,6 +910,7 @@ final class LabSupport {
      * [,"ops":{"mode":commands per sample,...}] [,"cpu_s":{"mode":[client CPU seconds,...],...}]
      * [,"warmup_s":{"mode":[seconds of each warm-up iteration,...],...}]
      * [,"stopped":{"mode":"time", "rounds", "asked" or "" (settled),...}] (pipelab.measure.STOP_CAUSES)
+     * [,"collected":{"mode":recorded samples a garbage collection fell inside,...}]
      * [,"wire":{"mode":{"command":calls over all the mode's iterations,...},...}]
      * [,"facts":{"name":"text" or number or boolean,...}]}
      * "ops" appears only when some mode's samples did not run `size` commands (then it lists
@@ -858,6 +930,7 @@ final class LabSupport {
         private final Map<String, List<Double>> warmups = new LinkedHashMap<>();
         private final Map<String, String> pairs = new LinkedHashMap<>();
         private final Map<String, String> stops = new LinkedHashMap<>();
+        private final Map<String, Integer> collected = new LinkedHashMap<>();
         private final Map<String, Map<String, Long>> wire = new LinkedHashMap<>();
         private final Map<String, Object> facts = new LinkedHashMap<>();
         private final Map<String, Map<String, Object>> fields = new LinkedHashMap<>();
@@ -945,6 +1018,7 @@ final class LabSupport {
             }
             if (samples instanceof Samples measured) {
                 stops.put(mode, measured.stopped);
+                collected.put(mode, measured.collected);
             }
             if (samples instanceof Samples measured && !measured.cpu.isEmpty()) {
                 cpu.put(mode, measured.cpu);
@@ -1004,6 +1078,7 @@ final class LabSupport {
             }
             if (!stops.isEmpty()) {
                 doc.put("stopped", stops);
+                doc.put("collected", collected);
             }
             if (!wire.isEmpty()) {
                 Map<String, Map<String, Long>> sorted = new LinkedHashMap<>();

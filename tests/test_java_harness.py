@@ -1,0 +1,73 @@
+"""LabSupport's timing rules, on tasks whose cost the test sets: a collection the young generation would
+start falls before a timed task, not inside it; a first recorded round still warming up joins the warm-up."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from pipelab import jbang
+from pipelab.paths import REPO
+
+
+def _run(tmp_path, name: str, body: str, *, options: str = "", env: dict | None = None) -> dict:
+    """A Java program around LabSupport.measure: `body` sets `task`; it prints the samples as JSON."""
+    script = tmp_path / f"{name}.java"
+    script.write_text(f"""//DEPS redis.clients:jedis:8.0.2
+//SOURCES {REPO / "java-examples" / "common" / "LabSupport.java"}
+{options}
+import java.util.Map;
+
+public class {name} {{
+    static final Object[] SINK = new Object[64];
+
+    public static void main(String[] args) throws Exception {{
+        LabSupport.Settings s = new LabSupport.Settings("{name}", "127.0.0.1", 6379, 0, 20, 1);
+        LabSupport.Step task;
+        {body}
+        LabSupport.Samples samples = LabSupport.measure(s, null, task, null);
+        System.out.println(LabSupport.toJson(Map.of("wall", samples.wall, "warmup", samples.warmup,
+                "collected", samples.collected)));
+    }}
+}}
+""")
+    argv = jbang.jbang_argv([str(script)])
+    done = subprocess.run(argv, capture_output=True, text=True, env={**jbang.jbang_env(), **(env or {})})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.times_nothing  # it counts collections, which a busy machine does not move
+def test_a_young_collection_falls_before_a_timed_task_not_inside_it(jdk, tmp_path):
+    # Each run allocates 16 MiB that escapes, in a 48 MiB young generation: left alone, a collection
+    # would fall inside about one run in three. Twenty recorded runs, none with a collection inside.
+    ran = _run(
+        tmp_path,
+        "RoomCheck",
+        """task = () -> {
+            for (int i = 0; i < 256; i++) {
+                SINK[i % SINK.length] = new byte[64 * 1024];
+            }
+        };""",
+        options="//JAVA_OPTIONS -XX:+UseSerialGC -Xms256m -Xmx256m -Xmn60m",
+        env={"PIPELAB_REPEAT_RULE": ""},  # exactly the asked-for rounds
+    )
+    assert len(ran["wall"]) == 20
+    assert ran["collected"] == 0, f"{ran['collected']} of 20 timed runs had a collection inside"
+
+
+@pytest.mark.measures  # it times sleeps
+def test_a_first_recorded_round_still_warming_up_joins_the_warm_up(jdk, tmp_path):
+    # Two 40 ms runs, then one of 20 ms, then 5 ms each: a warm-up capped at 0.05 s stops after the
+    # two slow ones, so the 20 ms run comes first among the recorded ones, and the next is 4x faster.
+    ran = _run(
+        tmp_path,
+        "TailCheck",
+        """int[] calls = {0};
+        task = () -> Thread.sleep(++calls[0] <= 2 ? 40 : calls[0] == 3 ? 20 : 5);""",
+        env={"PIPELAB_REPEAT_RULE": "0.05,0.3,0.05,4,60"},
+    )
+    assert len(ran["warmup"]) == 3 and min(ran["warmup"]) > 0.015, ran["warmup"]
+    assert max(ran["wall"]) < 0.015, ran["wall"]
