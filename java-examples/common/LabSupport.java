@@ -828,8 +828,8 @@ final class LabSupport {
     }
 
     /**
-     * The young generation, where the JVM names it: a young collection inside a timed task (5 to 30
-     * ms each in Spring's SADD job, one every few iterations) made its samples up to twice the median.
+     * The young generation, where the JVM names it: in Spring's SADD job a young collection fell
+     * inside a timed task every few iterations and made that sample an outlier.
      */
     private static final MemoryPoolMXBean EDEN = ManagementFactory.getMemoryPoolMXBeans().stream()
             .filter(pool -> pool.getType() == MemoryType.HEAP && pool.getName().contains("Eden")).findFirst()
