@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import math
 import os
 
 import pytest
@@ -11,7 +9,6 @@ import pytest
 from pipelab import jbang
 from pipelab.course import timings as course
 from pipelab.errors import LabError
-from pipelab.paths import REPO
 from tests.conftest import java_examples_run, needed_in_session
 
 ALIASES = sorted(jbang.catalog_aliases())
@@ -153,28 +150,3 @@ def test_the_depth_example_runs_the_depths_it_is_given_and_refuses_a_bad_list(jd
 def test_example_refuses_a_database_with_foreign_keys(jdk, lab, foreign_key):
     with pytest.raises(LabError, match="not the lab's"):
         lab.java("ch01-sadd", 10, 1)
-
-
-@pytest.mark.times_nothing  # a JBang build and one JVM: beside the work before the notebooks
-def test_the_result_line_escapes_what_json_must_escape(jdk, tmp_path):
-    """LabSupport writes its JSON with Gson: quotes, backslashes, newlines and control characters in keys
-    and texts reach Python intact, and a NaN stays a number Python reads."""
-    script = tmp_path / "EscapeCheck.java"
-    script.write_text(f"""//DEPS redis.clients:jedis:8.0.2
-//SOURCES {REPO / "java-examples" / "common" / "LabSupport.java"}
-import java.util.LinkedHashMap;
-import java.util.Map;
-
-public class EscapeCheck {{
-    public static void main(String[] args) {{
-        Map<String, Object> facts = new LinkedHashMap<>();
-        facts.put("key \\" \\\\ \\n \\u0001", "text \\" \\\\ \\n \\u0001 <&>");
-        facts.put("nan", Double.NaN);
-        System.out.println(LabSupport.toJson(facts));
-    }}
-}}
-""")
-    line = jbang.jbang([str(script)], quiet=True).stdout.strip().splitlines()[-1]
-    parsed = json.loads(line)
-    assert parsed['key " \\ \n \x01'] == 'text " \\ \n \x01 <&>'
-    assert math.isnan(parsed["nan"])

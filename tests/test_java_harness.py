@@ -1,9 +1,11 @@
-"""LabSupport's timing rules, on tasks whose cost the test sets: a collection the young generation would
-start falls before a timed task, not inside it; a first recorded round still warming up joins the warm-up."""
+"""LabSupport on programs the test writes: its result line escapes what JSON must escape; a collection the
+young generation would start falls before a timed task, not inside it; a first recorded round still
+warming up joins the warm-up."""
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 
 import pytest
@@ -13,30 +15,56 @@ from pipelab.paths import REPO
 
 
 def _run(tmp_path, name: str, body: str, *, options: str = "", env: dict | None = None) -> dict:
-    """A Java program around LabSupport.measure: `body` sets `task`; it prints the samples as JSON."""
+    """A Java program on LabSupport whose main runs `body` (which ends by printing one JSON line); that line."""
     script = tmp_path / f"{name}.java"
     script.write_text(f"""//DEPS redis.clients:jedis:8.0.2
 //SOURCES {REPO / "java-examples" / "common" / "LabSupport.java"}
 {options}
+import java.util.LinkedHashMap;
 import java.util.Map;
 
 public class {name} {{
     static final Object[] SINK = new Object[64];
 
     public static void main(String[] args) throws Exception {{
-        LabSupport.Settings s = new LabSupport.Settings("{name}", "127.0.0.1", 6379, 0, 20, 1);
-        LabSupport.Step task;
         {body}
-        LabSupport.Samples samples = LabSupport.measure(s, null, task, null);
-        System.out.println(LabSupport.toJson(Map.of("wall", samples.wall, "warmup", samples.warmup,
-                "collected", samples.collected)));
     }}
 }}
 """)
-    argv = jbang.jbang_argv([str(script)])
-    done = subprocess.run(argv, capture_output=True, text=True, env={**jbang.jbang_env(), **(env or {})})
+    done = subprocess.run(
+        jbang.jbang_argv([str(script)]),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**jbang.jbang_env(), **(env or {})},  # after jbang_env, which sets the repeat rule
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _measured(task: str) -> str:
+    """A body that times `task` (a LabSupport.Step) with LabSupport.measure: 20 rounds after 1 warm-up."""
+    return f"""LabSupport.Settings s = new LabSupport.Settings("harness", "127.0.0.1", 6379, 0, 20, 1);
+        LabSupport.Step task = {task};
+        LabSupport.Samples samples = LabSupport.measure(s, null, task, null);
+        System.out.println(LabSupport.toJson(Map.of("wall", samples.wall, "warmup", samples.warmup,
+                "collected", samples.collected)));"""
+
+
+@pytest.mark.times_nothing  # a JBang build and one JVM: beside the work before the notebooks
+def test_the_result_line_escapes_what_json_must_escape(jdk, tmp_path):
+    """LabSupport writes its JSON with Gson: quotes, backslashes, newlines and control characters in keys
+    and texts reach Python intact, and a NaN stays a number Python reads."""
+    parsed = _run(
+        tmp_path,
+        "EscapeCheck",
+        """Map<String, Object> facts = new LinkedHashMap<>();
+        facts.put("key \\" \\\\ \\n \\u0001", "text \\" \\\\ \\n \\u0001 <&>");
+        facts.put("nan", Double.NaN);
+        System.out.println(LabSupport.toJson(facts));""",
+    )
+    assert parsed['key " \\ \n \x01'] == 'text " \\ \n \x01 <&>'
+    assert math.isnan(parsed["nan"])
 
 
 @pytest.mark.times_nothing  # it counts collections, which a busy machine does not move
@@ -46,11 +74,11 @@ def test_a_young_collection_falls_before_a_timed_task_not_inside_it(jdk, tmp_pat
     ran = _run(
         tmp_path,
         "RoomCheck",
-        """task = () -> {
+        _measured("""() -> {
             for (int i = 0; i < 256; i++) {
                 SINK[i % SINK.length] = new byte[64 * 1024];
             }
-        };""",
+        }"""),
         options="//JAVA_OPTIONS -XX:+UseSerialGC -Xms256m -Xmx256m -Xmn60m",
         env={"PIPELAB_REPEAT_RULE": ""},  # exactly the asked-for rounds
     )
@@ -65,8 +93,13 @@ def test_a_first_recorded_round_still_warming_up_joins_the_warm_up(jdk, tmp_path
     ran = _run(
         tmp_path,
         "TailCheck",
-        """int[] calls = {0};
-        task = () -> Thread.sleep(++calls[0] <= 2 ? 40 : calls[0] == 3 ? 20 : 5);""",
+        _measured("""new LabSupport.Step() {
+            int calls;
+
+            public void run() throws Exception {
+                Thread.sleep(++calls <= 2 ? 40 : calls == 3 ? 20 : 5);
+            }
+        }"""),
         env={"PIPELAB_REPEAT_RULE": "0.05,0.3,0.05,4,60"},
     )
     assert len(ran["warmup"]) == 3 and min(ran["warmup"]) > 0.015, ran["warmup"]

@@ -189,7 +189,8 @@ final class Ex09Check extends ExerciseCheck {
             run = again;
             calls = run.calls();
         }
-        noise += run.paused();
+        String paused = run.paused();
+        noise += paused;
         Slowlog longest = run.longest();
         long trips = run.trips();
         long returned = run.returned();
@@ -204,7 +205,7 @@ final class Ex09Check extends ExerciseCheck {
                     EX09_DOOMED));
         }
         String worst = longest == null ? String.format(Locale.ROOT, "no command over %.0f ms", threshold / 1000.0)
-                : !run.paused().isEmpty() ? "no command long by design (bound " + EX09_BOUND_US / 1000 + " ms)"
+                : !paused.isEmpty() ? "no command long by design (bound " + EX09_BOUND_US / 1000 + " ms)"
                 : String.format(Locale.ROOT, "the longest command %.1f ms (bound %d ms)",
                 longest.micros() / 1000.0, EX09_BOUND_US / 1000);
         System.out.println(String.format(Locale.ROOT, "  deleted %,d keys in %.2f s: %,d round trips (%,d keys"
