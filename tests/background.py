@@ -70,10 +70,11 @@ BESIDE = ("08",)
 # The first two queues about as long as each other in a fresh clone's run on a machine whose Go caches
 # are warm (chapter 10's builds, the course and the unsolved exercises about 200 s; the rest about
 # 190 s); each chapter of BESIDE in one of its own. The two books that run chapter 1's JBang aliases
-# share a queue: two JBang processes building one alias at once can clash.
+# share a queue: two JBang processes building one alias at once can clash. The reference's site build
+# goes before the secured book's, whose site is seeded from it (seed).
 QUEUES = (
     ("tools", "course", "unsolved"),
-    ("portable", "secured", "reference", "nothing", "contradicted"),
+    ("portable", "reference", "secured", "nothing", "contradicted"),
     *((f"ch{chapter}",) for chapter in BESIDE),
 )
 
@@ -199,12 +200,17 @@ def contradict(results_dir: Path) -> tuple[str, str]:
     return name, key
 
 
-def seeded(env: dict, earlier: Path) -> dict:
-    """`env` for a site build of the same unexecuted notebooks as the build in `earlier`, which ran
-    before it in the same queue: its mkdocs-jupyter cache copied in first (a third of a build's time)."""
+def seed(build: Path, earlier: Path) -> None:
+    """Before a site build into `build` of the same unexecuted notebooks as the build in `earlier`, which
+    ran before it in the same queue: its mkdocs-jupyter cache copied in (a third of a build's time)."""
     from pipelab.book.hooks import JUPYTER_CACHE
 
-    source, target = earlier / JUPYTER_CACHE, Path(env["PIPELAB_BUILD"]) / JUPYTER_CACHE
+    source, target = earlier / JUPYTER_CACHE, build / JUPYTER_CACHE
     if source.is_dir() and source != target:
         shutil.copytree(source, target, dirs_exist_ok=True)
+
+
+def seeded(env: dict, earlier: Path) -> dict:
+    """`env` for a site build into its PIPELAB_BUILD, seeded from `earlier` (seed)."""
+    seed(Path(env["PIPELAB_BUILD"]), earlier)
     return env

@@ -30,9 +30,11 @@ from tests.background import (
     contradict,
     course_env,
     portable_env,
+    seed,
     seeded,
     unsolved_runs,
 )
+from tests.secured_book import BOOK_BUILD
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
@@ -169,6 +171,8 @@ def background(isolated_build, tmp_path_factory) -> dict:
 
     start = dict(os.environ)  # as the session starts: no test has changed it yet (a PATH without java, say)
     kernels = traced_kernels(isolated_build)
+    base = tmp_path_factory.mktemp("unmeasured")
+    secured = isolated_build / "secured"
     jobs = {
         f"ch{chapter}": Background(
             [sys.executable, "-m", "pipelab", "book", "--chapters", chapter, "--quick", "--no-site"],
@@ -193,11 +197,11 @@ def background(isolated_build, tmp_path_factory) -> dict:
             made=isolated_build / "portable",
         ),
         "secured": Background(
-            [sys.executable, "-m", "tests.secured_book", str(isolated_build / "secured")],
-            lambda: start,
+            [sys.executable, "-m", "tests.secured_book", str(secured)],
+            lambda: seed(secured / BOOK_BUILD, base / "reference" / "build") or start,
             isolated_build / "secured.log",
             "secured_run",
-            made=isolated_build / "secured",
+            made=secured,
         ),
         "course": Background(
             [sys.executable, "-m", "pipelab", "course", "--quick", "--no-site"],
@@ -213,7 +217,6 @@ def background(isolated_build, tmp_path_factory) -> dict:
             made=isolated_build / "unsolved.json",
         ),
     }
-    base = tmp_path_factory.mktemp("unmeasured")
     contradict(base / "contradicted" / "build" / "results")
     for name, reference in (
         ("reference", paths.reference_dir()),

@@ -24,6 +24,7 @@ USER = "pipelab"
 PASSWORD = "s3cret p@ss:/w+%rd"  # reserved characters: its percent-encoded form differs from it
 ADMIN_PASSWORD = "admin-" + PASSWORD
 CHAPTER = "01"
+BOOK_BUILD = "build"  # the book's build, in DIR
 
 
 def readme_acl(user: str, password: str) -> list[str]:
@@ -54,7 +55,7 @@ def main(base: Path) -> int:
         with server.endpoint.client() as admin:
             admin.execute_command(*readme_acl(USER, PASSWORD))
         url = f"rediss://{USER}:{quote(PASSWORD, safe='')}@127.0.0.1:{server.tls_port}/0?ssl_ca_certs={files.ca}"
-        env = dict(os.environ, REDIS_URL=url, PIPELAB_BUILD=str(base / "build"), PIPELAB_QUICK="1")
+        env = dict(os.environ, REDIS_URL=url, PIPELAB_BUILD=str(base / BOOK_BUILD), PIPELAB_QUICK="1")
         with open(base / "book.log", "w") as log:
             book = subprocess.Popen(
                 [sys.executable, "-m", "pipelab", "book", "--quick", "--only", CHAPTER],

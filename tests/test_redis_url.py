@@ -15,6 +15,7 @@ from pipelab.errors import LabError
 from pipelab.lab import Session
 from pipelab.server import EmbeddedRedis, free_port, parse_url
 from tests.conftest import run_cli, unavailable
+from tests.secured_book import BOOK_BUILD
 
 pytestmark = pytest.mark.redis  # starts real servers (or the lab) without the session's fixtures
 
@@ -156,7 +157,7 @@ def test_a_quick_chapter_on_an_acl_user_over_tls_passes_and_leaves_the_password_
     assert report["code"] == 0, report["output"]
     assert "Redis at rediss://pipelab:***@127.0.0.1:" in report["output"]
     assert "claims:" in report["output"]  # it got to the end: the site built
-    build = made / "build"
+    build = made / BOOK_BUILD
     searched, found = 0, []
     for path in build.rglob("*"):
         if path.is_file():

@@ -249,7 +249,13 @@ def java_meaning(source: str) -> str:
 
 def locked_packages(lock: Path | None = None) -> dict[str, dict]:
     """Every package of the lock, by name."""
-    return {p["name"]: p for p in tomllib.loads((lock or REPO / "uv.lock").read_text())["package"]}
+    return _packages((lock or REPO / "uv.lock").read_text())
+
+
+@functools.lru_cache(maxsize=4)
+def _packages(text: str) -> dict[str, dict]:
+    # Parsing uv.lock takes a quarter of a second, and every chapter's key reads it.
+    return {p["name"]: p for p in tomllib.loads(text)["package"]}
 
 
 def lock_meaning(lock: Path | None = None) -> str:
