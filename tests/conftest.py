@@ -129,9 +129,9 @@ def jdk():
 # neither measure on the session's lab nor read the notebooks, beside the work the session needs that
 # measures nothing (the course's solutions, the secured and portable books, site builds, chapter 10's
 # npm ci and go build, the chapters that time nothing), started at once in queues; then the notebooks,
-# alone on the machine once that work is done; then the tests that measure on the lab or read what the
-# notebooks did. On 2 cores a notebook beside other work measures that work too (its figures moved, and
-# direction tests flaked).
+# once that work is done, with only idle-priority work beside them (tests/background.py: IDLE_FIXTURES);
+# then the tests that measure on the lab or read what the notebooks did. On 2 cores a notebook beside
+# other work at normal priority measures that work too (its figures moved, and direction tests flaked).
 
 
 @pytest.fixture(scope="session", autouse=True)
