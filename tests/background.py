@@ -109,20 +109,20 @@ def prepare_chapter_10() -> None:
 # here, by `pipelab book` on a lab of its own, rather than among the notebooks that measure.
 BESIDE = ("08",)
 
-# One queue per line of work: chapter 10's builds, the course and the unsolved exercises; the books and
-# site builds whose outcome no clock decides; each chapter of BESIDE. The two books that run chapter
+# One queue per line of work: chapter 10's builds and the course; the unsolved exercises, books and site
+# builds whose outcome no clock decides; each chapter of BESIDE. The two books that run chapter
 # 1's JBang aliases share a queue: two JBang processes building one alias at once can clash. The
 # reference's site build goes before the secured book's, whose site is seeded from it (seed).
 QUEUES = (
-    ("tools", "course", "unsolved"),
-    ("portable", "reference", "secured", "nothing", "contradicted"),
+    ("tools", "course"),
+    ("unsolved", "portable", "reference", "secured", "nothing", "contradicted"),
     *((f"ch{chapter}",) for chapter in BESIDE),
 )
 # The notebooks do not wait for the jobs these fixtures read: when the notebooks start, what those jobs
 # have left goes on at the lowest priority (Background.lower), on the CPU time the notebooks leave (a
 # quick book keeps under one core of two busy). Work whose outcome a timeout or a time bound decides
 # (the course's checks, chapter 8's traps) is not among them: the notebooks could starve it for seconds.
-IDLE_FIXTURES = {"portable_book", "secured_run", "unmeasured_sites"}
+IDLE_FIXTURES = {"unsolved_java_runs", "portable_book", "secured_run", "unmeasured_sites"}
 
 
 class BeforeTheNotebooks:
@@ -254,12 +254,14 @@ def contradict(results_dir: Path) -> tuple[str, str]:
 
 def seed(build: Path, earlier: Path) -> None:
     """Before a site build into `build` of the same unexecuted notebooks as the build in `earlier`, which
-    ran before it in the same queue: its mkdocs-jupyter cache copied in (a third of a build's time)."""
-    from pipelab.book.hooks import JUPYTER_CACHE
+    ran before it in the same queue: its mkdocs-jupyter cache (a third of a build's time) and its plots
+    (drawn again only where the results differ) copied in."""
+    from pipelab.book.hooks import FIGURES, JUPYTER_CACHE
 
-    source, target = earlier / JUPYTER_CACHE, build / JUPYTER_CACHE
-    if source.is_dir() and source != target:
-        shutil.copytree(source, target, dirs_exist_ok=True)
+    for part in (JUPYTER_CACHE, FIGURES):
+        source, target = earlier / part, build / part
+        if source.is_dir() and source != target:
+            shutil.copytree(source, target, dirs_exist_ok=True)
 
 
 def seeded(env: dict, earlier: Path) -> dict:

@@ -254,8 +254,26 @@ def executed_notebooks(request, session, jdk, isolated_build, before_the_noteboo
     if rest:  # (only=[] would mean every chapter)
         with kernels_attached(session, **traced_kernels(isolated_build)):
             book.run_notebooks(session.env(), quick=True, only=rest)
+    request.getfixturevalue("readers_site").start()  # beside the tests that measure, which go first
     executed = {source.name[:2]: book.notebooks_out_dir() / source.name for source in book.notebooks(wanted)}
     return {chapter: nbformat.read(path, as_version=4) for chapter, path in executed.items()}
+
+
+@pytest.fixture(scope="session")
+def readers_site(isolated_build) -> Background:
+    """The site built (mkdocs --strict) from the executed notebooks' results, at the lowest priority: started
+    once the notebooks are done, beside the tests that measure after them; the tests that read it go last."""
+    site = isolated_build / "site"
+    job = Background(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+        lambda: dict(os.environ),
+        isolated_build / "site.log",
+        "built_site",
+        made=site,
+    )
+    job.lower()
+    yield job
+    job.stop()
 
 
 def notebooks_run() -> list[str]:
@@ -333,12 +351,9 @@ def needed_in_session(request, fixture: str) -> bool:
 
 
 @pytest.fixture(scope="session")
-def built_site(isolated_build, executed_notebooks):
-    """The site, built once (mkdocs --strict) from the executed notebooks' results, in the isolated build dir."""
-    from pipelab.book import build as book
-
-    book.build_site(isolated_build / "site")
-    return isolated_build / "site"
+def built_site(executed_notebooks, readers_site):
+    """The site built from the executed notebooks' results (readers_site), in the isolated build dir."""
+    return readers_site.succeeded()
 
 
 @pytest.fixture(scope="session")
@@ -493,5 +508,11 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.unit)
         if used & NOTEBOOK_FIXTURES or (used & MEASURING_FIXTURES and not item.get_closest_marker("times_nothing")):
             item.add_marker(pytest.mark.measures)
-    # The session's order (see BeforeTheNotebooks): stable, so files keep their order within each part.
-    items.sort(key=lambda item: item.get_closest_marker("measures") is not None)
+    # The session's order (see BeforeTheNotebooks): stable, so files keep their order within each part;
+    # last, the tests of the site built beside the ones that measure (readers_site).
+    items.sort(
+        key=lambda item: (item.get_closest_marker("measures") is not None, bool(READ_THE_SITE & {*item.fixturenames}))
+    )
+
+
+READ_THE_SITE = {"readers_site", "tab"}  # test_site.py's browser tab asks for built_site itself

@@ -157,6 +157,27 @@ def test_a_results_file_older_than_its_plot_says_so_on_the_page(tmp_path, monkey
     assert hooks.NOT_YET[1:] in hooks._plot("ch01/ping-10k", 1)
 
 
+def test_a_plot_is_drawn_again_only_when_what_it_shows_changed(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path / "build"))
+    monkeypatch.setenv("PIPELAB_REFERENCE", str(tmp_path / "reference"))
+
+    def sweep(seconds: float) -> None:
+        params = [{"mode": m, "rtt_ms": 0, "via_proxy": False} for m in ("single", "pipelined")]
+        runs = [Measurement(f"{p['mode']} @ 0", 10, [seconds], p) for p in params]
+        document(paths.reference_dir(), "ch01/rtt-sweep", runs, params={"rtts_ms": [0], "depth": 1_000})
+
+    drawn, save = [], plots.save
+    monkeypatch.setattr(plots, "save", lambda name, *args: drawn.append(name) or save(name, *args))
+    picture = hooks._figures() / "ch01" / "rtt-sweep.png"
+    sweep(0.01)
+    assert hooks._draw_plots() == ["ch01/rtt-sweep"] and drawn == ["ch01/rtt-sweep"] and picture.exists()
+    assert hooks._draw_plots() == ["ch01/rtt-sweep"] and len(drawn) == 1, "the same results: the same picture"
+    sweep(0.02)
+    assert hooks._draw_plots() == ["ch01/rtt-sweep"] and len(drawn) == 2, "other results: drawn again"
+    (paths.reference_dir() / "ch01" / "rtt-sweep.json").unlink()
+    assert hooks._draw_plots() == [] and not picture.exists(), "no results: no picture left behind"
+
+
 def html_of(site, md) -> str:
     page = md.relative_to(paths.REPO / "site").with_suffix("")
     return (site / ("index.html" if page.name == "index" else page / "index.html")).read_text()

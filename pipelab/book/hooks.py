@@ -20,7 +20,9 @@ not committed yet), every marker says so instead of failing.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
 import logging
 import re
 import shutil
@@ -39,6 +41,7 @@ from pipelab.chapters import claims
 from pipelab.course import timings as course
 
 JUPYTER_CACHE = "mkdocs-jupyter-cache"  # in the build dir (on_config)
+FIGURES = "site-figures"  # in the build dir: the plots as last drawn, with what they were drawn from
 NOT_YET = "not measured yet (run `make book`)"
 NOTEBOOK_SUFFIX = "-notebook.ipynb"
 REFERENCE_TITLE = "the reference machine's figure: run make book for yours"
@@ -81,30 +84,49 @@ def on_files(files, config):
 
 
 def _figures() -> Path:
-    return paths.build_dir() / "site-figures"
+    return paths.build_dir() / FIGURES
 
 
 def _draw_plots() -> list[str]:
-    """Draw every registered plot afresh from the results the site shows (the reader's, else the
-    reference's) under build/site-figures; the names drawn."""
-    shutil.rmtree(_figures(), ignore_errors=True)  # a plot whose results went away leaves no stale picture
-    drawn = []
+    """Draw every registered plot from the results the site shows (the reader's, else the reference's)
+    under build/site-figures, unless that very picture is there already (_drawing_key); the names drawn."""
+    keys_file = _figures() / "keys.json"
+    known = json.loads(keys_file.read_text()) if keys_file.exists() else {}
+    code = _code_key()
+    drawn, keys = [], {}
     for name, plot in sorted(chapters.every_plot().items()):
         doc, from_reference = reference.shown(name)
         if doc is None:
             continue
+        target = _figures() / f"{name}.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
         if not from_reference and (png := _drawn_by_the_run(name, plot)):
-            (_figures() / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(png, _figures() / f"{name}.png")
+            shutil.copyfile(png, target)
             drawn.append(name)
             continue
-        try:
-            plt.close(plots.save(name, doc, _figures() / f"{name}.png"))
-        except LookupError as err:  # results written before the plot wanted what it reads
-            log.info(f"plot {name} not drawn: its results file lacks {err}")
-            continue
+        shown = (paths.reference_dir() if from_reference else paths.results_dir()) / f"{name}.json"
+        key = hashlib.sha256(code.encode() + shown.read_bytes()).hexdigest()
+        if known.get(name) != key or not target.exists():
+            try:
+                plt.close(plots.save(name, doc, target))
+            except LookupError as err:  # results written before the plot wanted what it reads
+                log.info(f"plot {name} not drawn: its results file lacks {err}")
+                continue
+        keys[name] = key
         drawn.append(name)
+    for stale in set(_figures().rglob("ch*/*.png")) - {_figures() / f"{name}.png" for name in drawn}:
+        stale.unlink()  # a plot whose results went away leaves no picture behind
+    keys_file.parent.mkdir(parents=True, exist_ok=True)
+    keys_file.write_text(json.dumps(keys))
     return drawn
+
+
+def _code_key() -> str:
+    """What draws a plot besides its results: the chapters' code, plots.py and matplotlib's version."""
+    digest = hashlib.sha256(matplotlib.__version__.encode())
+    for path in sorted([Path(plots.__file__), *Path(chapters.__file__).parent.rglob("*.py")]):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def _drawn_by_the_run(name: str, plot) -> Path | None:
