@@ -122,19 +122,19 @@ QUEUES = (
 # have left goes on at the lowest priority (Background.lower), on the CPU time the notebooks leave (a
 # quick book keeps under one core of two busy). Work whose outcome a timeout or a time bound decides
 # (the course's checks, chapter 8's traps) is not among them: the notebooks could starve it for seconds.
-IDLE_FIXTURES = {"unsolved_java_runs", "portable_book", "secured_run", "unmeasured_sites"}
+LOWERED_FIXTURES = {"unsolved_java_runs", "portable_book", "secured_run", "unmeasured_sites"}
 
 
 class BeforeTheNotebooks:
     """The session's background jobs it needs, run in a thread per queue (QUEUES) from its start;
-    `done()` waits for every queue with a job another fixture reads, and lowers the rest (IDLE_FIXTURES),
+    `done()` waits for every queue with a job another fixture reads, and lowers the rest (LOWERED_FIXTURES),
     so that the notebooks then share the machine with lowest-priority work only."""
 
     def __init__(self, jobs: list):
         queues = [queue for queue in jobs if queue]
         self.threads = [threading.Thread(target=self.run, args=(queue,), daemon=True) for queue in queues]
-        self.awaited = [t for t, q in zip(self.threads, queues) if any(j.needed_by not in IDLE_FIXTURES for j in q)]
-        self.lowered = [job for queue in queues for job in queue if job.needed_by in IDLE_FIXTURES]
+        self.awaited = [t for t, q in zip(self.threads, queues) if any(j.needed_by not in LOWERED_FIXTURES for j in q)]
+        self.lowered = [job for queue in queues for job in queue if job.needed_by in LOWERED_FIXTURES]
         for thread in self.threads:
             thread.start()
 

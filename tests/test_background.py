@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.background import IDLE_FIXTURES, LOWEST, Background, BeforeTheNotebooks, _threads_under
+from tests.background import LOWERED_FIXTURES, LOWEST, Background, BeforeTheNotebooks, _threads_under
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads threads from /proc (Linux)")
 
@@ -62,7 +62,7 @@ def test_a_lowered_job_runs_its_whole_tree_at_the_lowest_priority(tmp_path):
 
 def test_the_notebooks_wait_for_timed_work_but_not_for_the_lowered_jobs(tmp_path):
     timed = job(tmp_path, "timed", "import time; time.sleep(1)", "course_run")
-    untimed = job(tmp_path, "untimed", TREE, sorted(IDLE_FIXTURES)[0])
+    untimed = job(tmp_path, "untimed", TREE, sorted(LOWERED_FIXTURES)[0])
     queues = BeforeTheNotebooks([[timed], [untimed]])
     try:
         started = time.monotonic()

@@ -89,7 +89,8 @@ def _figures() -> Path:
 
 def _draw_plots() -> list[str]:
     """Draw every registered plot from the results the site shows (the reader's, else the reference's)
-    under build/site-figures, unless that very picture is there already (_drawing_key); the names drawn."""
+    under build/site-figures, unless the picture there was drawn from the same results file by the same
+    code (_code_key); the names of the plots there."""
     keys_file = _figures() / "keys.json"
     known = json.loads(keys_file.read_text()) if keys_file.exists() else {}
     code = _code_key()
