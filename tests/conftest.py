@@ -254,7 +254,8 @@ def executed_notebooks(request, session, jdk, isolated_build, before_the_noteboo
     if rest:  # (only=[] would mean every chapter)
         with kernels_attached(session, **traced_kernels(isolated_build)):
             book.run_notebooks(session.env(), quick=True, only=rest)
-    request.getfixturevalue("readers_site").start()  # beside the tests that measure, which go first
+    if any(needed_in_session(request, fixture) for fixture in READ_THE_SITE):
+        request.getfixturevalue("readers_site").start()  # beside the tests that measure, which go first
     executed = {source.name[:2]: book.notebooks_out_dir() / source.name for source in book.notebooks(wanted)}
     return {chapter: nbformat.read(path, as_version=4) for chapter, path in executed.items()}
 
