@@ -168,6 +168,7 @@ def background(isolated_build, tmp_path_factory) -> dict:
     contradicts a sentence of chapter 1 ("contradicted"), and the quick chapters of BESIDE on labs of
     their own ("ch08"). QUEUES says what runs after what."""
     from pipelab import paths
+    from pipelab.book import build as book
 
     start = dict(os.environ)  # as the session starts: no test has changed it yet (a PATH without java, say)
     kernels = traced_kernels(isolated_build)
@@ -226,7 +227,7 @@ def background(isolated_build, tmp_path_factory) -> dict:
         env = dict(start, PIPELAB_BUILD=str(base / name / "build"), PIPELAB_REFERENCE=str(reference))
         site = base / name / "site"
         jobs[name] = Background(
-            [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+            book.site_argv(site),
             lambda env=env: seeded(env, base / "reference" / "build"),
             base / f"{name}.log",
             "unmeasured_sites",
@@ -264,9 +265,11 @@ def executed_notebooks(request, session, jdk, isolated_build, before_the_noteboo
 def readers_site(isolated_build) -> Background:
     """The site built (mkdocs --strict) from the executed notebooks' results, at the lowest priority: started
     once the notebooks are done, beside the tests that measure after them; the tests that read it go last."""
+    from pipelab.book import build as book
+
     site = isolated_build / "site"
     job = Background(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+        book.site_argv(site),
         lambda: dict(os.environ),
         isolated_build / "site.log",
         "built_site",

@@ -186,10 +186,15 @@ def execute_noting_java(source: Path, params: dict, board: progress.Progress | N
             os.environ[jbang.RUNS_LOG_VAR] = before
 
 
+def site_argv(site_dir: Path) -> list[str]:
+    """The command that builds the site into `site_dir`, every warning an error."""
+    return [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)]
+
+
 def build_site(site_dir: Path | None = None) -> Path:
     site_dir = site_dir or build_dir() / "site"
     done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
+        site_argv(site_dir),
         cwd=REPO,
         env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),  # else Material's banner is the first "WARNING" line below
         capture_output=True,
