@@ -25,18 +25,20 @@ class Background:
         self.argv, self.env, self.log, self.needed_by, self.made = argv, env, log, needed_by, made
         self.proc: subprocess.Popen | None = None
         self.lowered = False
+        self.starting = threading.Lock()
 
     def start(self) -> None:
-        if self.proc is None:
-            with open(self.log, "w") as log:
-                self.proc = subprocess.Popen(
-                    self.argv,
-                    cwd=Path(__file__).parent.parent,
-                    env=self.env(),
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    preexec_fn=_lowered if self.lowered else None,
-                )
+        with self.starting:  # its queue's thread and a test that waits for it may both start it
+            if self.proc is None:
+                with open(self.log, "w") as log:
+                    self.proc = subprocess.Popen(
+                        self.argv,
+                        cwd=Path(__file__).parent.parent,
+                        env=self.env(),
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        preexec_fn=_lowered if self.lowered else None,
+                    )
 
     def lower(self) -> None:
         """From now on, this job (if running, its whole process tree) runs at the lowest priority."""

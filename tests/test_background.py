@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -72,3 +73,16 @@ def test_the_notebooks_wait_for_timed_work_but_not_for_the_lowered_jobs(tmp_path
         assert {os.getpriority(os.PRIO_PROCESS, t) for t in started_tree(untimed)} == {LOWEST}
     finally:
         end(untimed)
+
+
+def test_a_job_started_from_two_threads_at_once_runs_once(tmp_path):
+    """Its queue's thread and a test that waits for it can both start a job: one process, not two."""
+    count = tmp_path / "runs"
+    once = job(tmp_path, "once", f"open({str(count)!r}, 'a').write('run\\n')", "portable_book")
+    gate = threading.Barrier(8)
+    starters = [threading.Thread(target=lambda: (gate.wait(), once.start())) for _ in range(8)]
+    for starter in starters:
+        starter.start()
+    for starter in starters:
+        starter.join()
+    assert once.wait()[0] == 0 and count.read_text() == "run\n"
