@@ -44,6 +44,12 @@ def test_depth_raises_every_servers_rate(ch06):
         assert reads < 0.1, f"{name}: a pipeline of 256 should cost the server far less than a read per SET"
     summary = saved("ch06/ceiling")["summary"]
     assert summary["redis_gain_c1"]["value"] > 5 and summary["redis_top_ops"]["value"] > 0
+    if "valkey-jemalloc" in chapter.lineup():  # a ratio of two servers' rates, with an interval like the others'
+        deepest = max(cell[1:] for cell in cells)
+        libc, jemalloc = cells[("valkey", *deepest)], cells[("valkey-jemalloc", *deepest)]
+        gain, versus = summary["jemalloc_gain"], summary["valkey_jemalloc_vs_redis"]
+        assert gain["value"] == pytest.approx(jemalloc.ops_per_s / libc.ops_per_s, rel=1e-6), gain
+        assert ("interval" in gain) == ("interval" in versus), (gain, versus)
 
 
 def test_pipelining_cuts_reads_per_command_whatever_the_io_threads(ch06):

@@ -215,9 +215,8 @@ def ceiling_summary(runs: dict, jedis: dict, reply_mem: dict, facts: dict) -> di
                 base, runs[(name, *deepest)], runs[(name, *deepest)].ops / base.ops
             )
     if "valkey-jemalloc" in facts:
-        out["jemalloc_gain"] = quantity(
-            runs[("valkey-jemalloc", *deepest)].ops_per_s / runs[("valkey", *deepest)].ops_per_s, "x"
-        )
+        libc, jemalloc = runs[("valkey", *deepest)], runs[("valkey-jemalloc", *deepest)]
+        out["jemalloc_gain"] = ratio_figure(libc, jemalloc, jemalloc.ops / libc.ops)
     if "redis6" in reply_mem and "redis" in reply_mem:
         out["reply_peak_8_vs_6"] = quantity(reply_mem["redis"] / max(reply_mem["redis6"], 1), "x")
     out["top_cell"] = quantity(0, "count", f"-P {deepest[0]} -c {deepest[1]}")
