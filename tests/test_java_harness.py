@@ -11,13 +11,15 @@ import subprocess
 import pytest
 
 from pipelab import jbang
+from pipelab.book import citations
 from pipelab.paths import REPO
 
 
 def _run(tmp_path, name: str, body: str, *, options: str = "", env: dict | None = None) -> dict:
     """A Java program on LabSupport whose main runs `body` (which ends by printing one JSON line); that line."""
     script = tmp_path / f"{name}.java"
-    script.write_text(f"""//DEPS redis.clients:jedis:8.0.2
+    (jedis,) = citations.java_deps()["redis.clients:jedis"]  # LabSupport compiles against the examples' one Jedis
+    script.write_text(f"""//DEPS redis.clients:jedis:{jedis}
 //SOURCES {REPO / "java-examples" / "common" / "LabSupport.java"}
 {options}
 import java.util.LinkedHashMap;

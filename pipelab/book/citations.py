@@ -54,7 +54,7 @@ def _locked() -> dict[str, str]:
     return {name: p["version"] for name, p in inputs.locked_packages().items() if "version" in p}
 
 
-def _deps() -> dict[str, set[str]]:
+def java_deps() -> dict[str, set[str]]:
     """group:artifact -> its versions, from every //DEPS line of the Java examples."""
     found: dict[str, set[str]] = {}
     for path in (paths.REPO / "java-examples").rglob("*.java"):
@@ -100,7 +100,7 @@ def _servers() -> dict[str, set[str]]:
 
 def pinned_tags() -> dict[str, set[str]]:
     """Repository -> the tags a Sources link into it may use."""
-    locked, deps, servers = _locked(), _deps(), _servers()
+    locked, deps, servers = _locked(), java_deps(), _servers()
     npm, go = _npm(), _go_modules()
     tags: dict[str, set[str]] = {}
     for repo, pins in _TAGS.items():
