@@ -138,3 +138,13 @@ def test_ex09_takes_a_paused_call_among_many_for_the_machine(lab, capsys):
     assert figures["runs"] == 1 and figures["longest_ms"] > exercises.EX09_BOUND_MS, "one SCAN was paused"
     printed = capsys.readouterr().out
     assert re.search(r"[\d,]+ of [\d,]+ SCANs", printed) and "ran past the bound, and most calls did not" in printed
+
+
+def test_the_paused_note_names_commands_by_name_as_the_java_check_does():
+    from pipelab.course.exercises.ex09 import _Run
+
+    bound_us = exercises.EX09_BOUND_MS * 1000
+    slow = [{"command": f"{name} x".encode(), "duration": bound_us + 1} for name in ("UNLINK", "SCAN", "SCAN")]
+    run = _Run(None, 1.0, 1, {}, {"scan": 100, "unlink": 100}, slow)
+    assert run.too_long() is None, "two past the bound among 100 calls each: paused, not long by design"
+    assert run.paused().startswith(" (2 of 100 SCANs, 1 of 100 UNLINKs ran past the bound")

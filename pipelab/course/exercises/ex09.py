@@ -194,7 +194,8 @@ class _Run:
         over = self.over_by_name
         if not over or self.too_long() is not None:
             return ""
-        ran = ", ".join(f"{k:,} of {self.calls.get(name.lower(), 0):,} {name}s" for name, k in over.items())
+        by_name = sorted(over.items())  # by name, as Java's check lists them
+        ran = ", ".join(f"{k:,} of {self.calls.get(name.lower(), 0):,} {name}s" for name, k in by_name)
         return f" ({ran} ran past the bound, and most calls did not: a busy machine paused them, not your code)"
 
 
