@@ -41,6 +41,7 @@ import io.lettuce.core.api.sync.RedisCommands;
 import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
 import org.redisson.api.redisnode.RedisNodes;
+import org.redisson.config.Config;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.StringRedisTemplate;
@@ -172,7 +173,9 @@ public class ConnectCheck {
     }
 
     static void redisson(LabSupport.Settings s, String key) {
-        RedissonClient redisson = Redisson.create(RedissonSupport.config(s));
+        Config config = RedissonSupport.config(s);
+        config.useSingleServer().setRetryAttempts(0); // a check reports a refusal at once, not after retries
+        RedissonClient redisson = Redisson.create(config);
         try {
             expect("PING", true, redisson.getRedisNodes(RedisNodes.SINGLE).getInstance().ping());
             redisson.<String>getBucket(key).set(VALUE);
