@@ -13,6 +13,7 @@ import pytest
 
 from pipelab.course import exercises
 from pipelab.course.exercises import NotSolved
+from pipelab.course.exercises.ex09 import _Run
 
 EX09_SCRIPT = """local deleted, cursor = 0, '0'
 repeat
@@ -141,8 +142,6 @@ def test_ex09_takes_a_paused_call_among_many_for_the_machine(lab, capsys):
 
 
 def test_the_paused_note_names_commands_by_name_as_the_java_check_does():
-    from pipelab.course.exercises.ex09 import _Run
-
     bound_us = exercises.EX09_BOUND_MS * 1000
     slow = [{"command": f"{name} x".encode(), "duration": bound_us + 1} for name in ("UNLINK", "SCAN", "SCAN")]
     run = _Run(None, 1.0, 1, {}, {"scan": 100, "unlink": 100}, slow)
