@@ -174,7 +174,8 @@ public class ConnectCheck {
 
     static void redisson(LabSupport.Settings s, String key) {
         Config config = RedissonSupport.config(s);
-        config.useSingleServer().setRetryAttempts(0); // a check reports a refusal at once, not after retries
+        // A refusal is reported at once, not after retries; a slow reply gets the others' TIMEOUT.
+        config.useSingleServer().setRetryAttempts(0).setTimeout((int) TIMEOUT.toMillis());
         RedissonClient redisson = Redisson.create(config);
         try {
             expect("PING", true, redisson.getRedisNodes(RedisNodes.SINGLE).getInstance().ping());
