@@ -35,7 +35,7 @@ from mkdocs.structure.files import File
 matplotlib.use("Agg")  # plots go to files only, also under `make serve` on a desktop
 import matplotlib.pyplot as plt
 
-from pipelab import chapters, paths, plots
+from pipelab import chapters, paths, plots, results
 from pipelab.book import conditions, markers, reference, report, yourrun
 from pipelab.chapters import claims
 from pipelab.course import timings as course
@@ -105,7 +105,7 @@ def _draw_plots() -> list[str]:
             shutil.copyfile(png, target)
             drawn.append(name)
             continue
-        shown = (paths.reference_dir() if from_reference else paths.results_dir()) / f"{name}.json"
+        shown = results.path_for(name, paths.reference_dir() if from_reference else paths.results_dir())
         key = hashlib.sha256(code.encode() + shown.read_bytes()).hexdigest()
         if known.get(name) != key or not target.exists():
             try:
