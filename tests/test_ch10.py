@@ -40,13 +40,14 @@ def measured(toolchain: str) -> None:
 def test_auto_pipelining_raises_commands_per_read_above_one_under_concurrency(ch10, toolchain, point):
     measured(toolchain)
     s = summary("ch10/auto")
-    # How many pile up differs by client (rueidis pinned to one CPU: 1.4 to 1.8 in the reference and in
-    # quick runs; ioredis and node-redis: every caller), but under concurrency it is always above one.
+    # How many pile up differs by client (ioredis and node-redis: every caller; rueidis pinned to one CPU
+    # on loopback: 1.4 to 1.8 in the reference and most quick runs, 1.05 in one), but under concurrency it
+    # is always above one, as the chapter says (rueidis_auto_r0_c256_cpr > 1); at 1 ms, well above.
     for callers in (64, 256):
         at = {
             rtt: s[f"{point}_r{rtt}_c{callers}_cpr"]["value"] for rtt in (0, 1) if f"{point}_r{rtt}_c{callers}_cpr" in s
         }
-        assert at.get(0, 0) > 1.1 and at.get(1, 1.2) > 1.1, (point, callers, at)
+        assert at.get(0, 0) > 1 and at.get(1, 1.2) > 1.1, (point, callers, at)
     # one caller has nothing to send beside its command
     assert s[f"{point}_r0_c1_cpr"]["value"] < 1.1
 
