@@ -90,13 +90,25 @@ def pages(built_site):
     return found
 
 
-def test_every_page_opens_without_errors(tab, pages):
-    found = {}
+@pytest.fixture(scope="module")
+def visited(tab, pages) -> dict[str, tuple[list[str], list[str] | None]]:
+    """Every page opened once, as a reader opens it: {page: (problems on opening, problems the chapter
+    checks found, None on a page that is no chapter)}. One pass: each page is loaded only once."""
+    out = {}
     for page in pages:
         tab.open(page)
         screenshot(tab, page)
-        found[page] = list(tab.problems)
-    fail_on("pages with errors in the browser:", by_page(found))
+        opening, checked = list(tab.problems), None
+        if md := chapter_source(page):
+            tab.problems.clear()  # from here on, the problems the checks cause
+            markdown = md.read_text()
+            checked = [problem for check in CHAPTER_CHECKS for problem in check(tab, markdown)] + tab.problems
+        out[page] = (opening, checked)
+    return out
+
+
+def test_every_page_opens_without_errors(visited):
+    fail_on("pages with errors in the browser:", by_page({page: opening for page, (opening, _) in visited.items()}))
 
 
 # What each chapter page must show, checked in the browser. Each returns problems, one line each.
@@ -180,14 +192,8 @@ def measured_table_filled(tab, markdown: str) -> list[str]:
 CHAPTER_CHECKS = [first_paragraph_asks, plots_load, java_tab_switches_and_shows_java, measured_table_filled]
 
 
-def test_every_chapter_has_its_plots_java_tabs_and_measured_figures(tab, pages):
-    found = {}
-    for page in pages:
-        if md := chapter_source(page):
-            tab.open(page)
-            tab.problems.clear()  # errors on opening are the test above's; here, those the checks cause
-            markdown = md.read_text()
-            found[page] = [problem for check in CHAPTER_CHECKS for problem in check(tab, markdown)] + tab.problems
+def test_every_chapter_has_its_plots_java_tabs_and_measured_figures(visited):
+    found = {page: checked for page, (_, checked) in visited.items() if checked is not None}
     assert found, "the nav lists no chapter pages"
     fail_on("chapters that do not show what they should:", by_page(found))
 
