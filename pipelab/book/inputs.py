@@ -38,9 +38,16 @@ NOT_INPUTS = ("pipelab/settings.py", "java-examples/common/LabDefaults.java")
 
 
 def _module_file(name: str) -> Path | None:
+    return _module_file_in(REPO, name)
+
+
+# One notebook's walk asks about the same modules hundreds of times; each walk starts afresh
+# (python_parts), so a file added or removed since is seen.
+@functools.lru_cache(maxsize=1024)
+def _module_file_in(repo: Path, name: str) -> Path | None:
     if name != "pipelab" and not name.startswith("pipelab."):
         return None
-    path = REPO.joinpath(*name.split("."))
+    path = repo.joinpath(*name.split("."))
     for candidate in (path.with_suffix(".py"), path / "__init__.py"):
         if candidate.exists():
             return candidate
@@ -57,38 +64,50 @@ def _package(path: Path) -> str:
 
 def _uses(path: Path, nodes: list[ast.AST]) -> dict[str, set[str] | None]:
     """{pipelab module: the names these statements take from it, None for all of it}."""
-    package, used = _package(path), {}
+    return _resolve(_imports(_package(path), nodes))
+
+
+def _imports(package: str, nodes: list[ast.AST]) -> list[tuple[str, str | None, frozenset[str]]]:
+    """What the statements import, as (module, name taken from it or None for the whole module or "*",
+    the attributes the code reads of that name): the syntax alone, before asking which are pipelab's."""
+    found, every = [], [n for top in nodes for n in ast.walk(top)]
+    read: dict[str, set[str]] = {}  # `from . import ch01` ... ch01.sadd_keys: {"ch01": {"sadd_keys"}}
+    for n in every:
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+            read.setdefault(n.value.id, set()).add(n.attr)
+
+    def attributes_of(alias: str) -> frozenset[str]:
+        return frozenset(read.get(alias, ()))
+
+    for node in every:
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None, frozenset()) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(filter(None, [*parts, base]))
+            found += [(base, a.name, attributes_of(a.asname or a.name)) for a in node.names]
+    return found
+
+
+def _resolve(imports: list[tuple[str, str | None, frozenset[str]]]) -> dict[str, set[str] | None]:
+    """_imports' findings as _uses gives them: which of the modules are pipelab's files (REPO's now)."""
+    used = {}
 
     def want(module: str, names: set[str] | None) -> None:
         if _module_file(module):
             old = used.get(module, set())
             used[module] = None if names is None or old is None else old | names
 
-    def attributes_of(alias: str) -> set[str]:  # `from . import ch01` ... ch01.sadd_keys
-        return {
-            n.attr
-            for node in nodes
-            for n in ast.walk(node)
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == alias
-        }
-
-    for node in (n for top in nodes for n in ast.walk(top)):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                want(alias.name, None)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(filter(None, [*parts, base]))
-            for alias in node.names:
-                if alias.name == "*":
-                    want(base, None)
-                elif _module_file(f"{base}.{alias.name}"):
-                    want(f"{base}.{alias.name}", attributes_of(alias.asname or alias.name))
-                    want(base, set())  # the package's __init__ runs first
-                else:
-                    want(base, {alias.name})
+    for base, name, attributes in imports:
+        if name is None or name == "*":
+            want(base, None)
+        elif _module_file(f"{base}.{name}"):
+            want(f"{base}.{name}", set(attributes))
+            want(base, set())  # the package's __init__ runs first
+        else:
+            want(base, {name})
     return used
 
 
@@ -148,6 +167,7 @@ def python_parts(notebook: Path) -> dict[Path, set[str] | None]:
     """{pipelab file the notebook's code reaches: the names of it that count, None for all of it}.
     Another chapter's module counts only for what this chapter takes from it; settings.py not at all."""
     own = notebook.name[:2]
+    _module_file_in.cache_clear()
     todo = list(_uses(notebook, [ast.parse(_notebook_code(notebook))]).items())
     parts: dict[Path, set[str] | None] = {}
     while todo:
@@ -167,9 +187,15 @@ def python_parts(notebook: Path) -> dict[Path, set[str] | None]:
     return {path: names for path, names in sorted(parts.items()) if _is_input(path)}
 
 
-@functools.lru_cache(maxsize=1024)  # the chapters reach the same files: parse each version once
 def _file_uses(path: Path, text: str, names: frozenset[str] | None) -> dict[str, set[str] | None]:
-    return _uses(path, _slice(ast.parse(text), names))
+    return _resolve(_file_imports(_package(path), text, names))
+
+
+# The chapters reach the same files: each version is parsed once, wherever the repository lies (the
+# tests key copies of it). Which modules exist is asked afresh each time (_resolve).
+@functools.lru_cache(maxsize=1024)
+def _file_imports(package: str, text: str, names: frozenset[str] | None) -> tuple:
+    return tuple(_imports(package, _slice(ast.parse(text), names)))
 
 
 def python_files(notebook: Path) -> list[Path]:
@@ -242,6 +268,7 @@ JAVA_TOKENS = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=1024)
 def java_meaning(source: str) -> str:
     """The source's tokens with comments left out: comments and layout never change it."""
     return " ".join(m[0].strip() for m in JAVA_TOKENS.finditer(source) if not m["comment"])
