@@ -120,23 +120,25 @@ QUEUES = (
     ("unsolved", "portable", "reference", "secured", "nothing", "contradicted"),
     *((f"ch{chapter}",) for chapter in BESIDE),
 )
-# The notebooks do not wait for the jobs these fixtures read: when the notebooks start, what those jobs
-# have left goes on at the lowest priority (Background.lower), on the CPU time the notebooks leave (a
-# quick book keeps under one core of two busy). Work whose outcome a timeout or a time bound decides
-# (the course's checks, chapter 8's traps) is not among them: the notebooks could starve it for seconds.
+# The notebooks do not wait for the jobs these fixtures read, and they run at the lowest priority from
+# their start (Background.lower): before the notebooks, on the CPU time the tests, the course and chapter
+# 8 leave, and then on the time the notebooks leave (a quick book keeps under one core of two busy).
+# Work whose outcome a timeout or a time bound decides (the course's checks, chapter 8's traps) is not
+# among them: lowered work can be starved for seconds.
 LOWERED_FIXTURES = {"unsolved_java_runs", "portable_book", "secured_run", "unmeasured_sites"}
 
 
 class BeforeTheNotebooks:
-    """The session's background jobs it needs, run in a thread per queue (QUEUES) from its start;
-    `done()` waits for every queue with a job another fixture reads, and lowers the rest (LOWERED_FIXTURES),
-    so that the notebooks then share the machine with lowest-priority work only."""
+    """The session's background jobs it needs, run in a thread per queue (QUEUES) from its start, those
+    of LOWERED_FIXTURES at the lowest priority; `done()` waits for every queue with a job another fixture
+    reads, so that the notebooks then share the machine with lowest-priority work only."""
 
     def __init__(self, jobs: list):
         queues = [queue for queue in jobs if queue]
         self.threads = [threading.Thread(target=self.run, args=(queue,), daemon=True) for queue in queues]
         self.awaited = [t for t, q in zip(self.threads, queues) if any(j.needed_by not in LOWERED_FIXTURES for j in q)]
-        self.lowered = [job for queue in queues for job in queue if job.needed_by in LOWERED_FIXTURES]
+        for job in (job for queue in queues for job in queue if job.needed_by in LOWERED_FIXTURES):
+            job.lower()  # none has started yet: each starts lowered
         for thread in self.threads:
             thread.start()
 
@@ -151,8 +153,6 @@ class BeforeTheNotebooks:
     def done(self) -> None:
         for thread in self.awaited:
             thread.join()
-        for job in self.lowered:
-            job.lower()
 
 
 def unsolved_java(out: Path) -> None:

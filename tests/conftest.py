@@ -129,7 +129,8 @@ def jdk():
 # neither measure on the session's lab nor read the notebooks, beside the work the session needs that
 # measures nothing (the course's solutions, the secured and portable books, site builds, chapter 10's
 # npm ci and go build, the chapters that time nothing), started at once in queues; then the notebooks,
-# once the work a clock decides is done, with only lowest-priority work beside them (LOWERED_FIXTURES);
+# once the work a clock decides is done, with only lowest-priority work beside them (LOWERED_FIXTURES,
+# lowered from its start);
 # then the tests that measure on the lab or read what the notebooks did. On 2 cores a notebook beside
 # other work at normal priority measures that work too (its figures moved, and direction tests flaked).
 

@@ -1,4 +1,4 @@
-"""The session's background work: the notebooks wait for what a clock decides, and lower the rest."""
+"""The session's background work: the notebooks wait for what a clock decides; the rest runs lowered."""
 
 from __future__ import annotations
 
@@ -62,15 +62,20 @@ def test_a_lowered_job_runs_its_whole_tree_at_the_lowest_priority(tmp_path):
 
 
 def test_the_notebooks_wait_for_timed_work_but_not_for_the_lowered_jobs(tmp_path):
-    timed = job(tmp_path, "timed", "import time; time.sleep(1)", "course_run")
+    timed = job(
+        tmp_path, "timed", "import os, time; print(os.getpriority(os.PRIO_PROCESS, 0)); time.sleep(1)", "course_run"
+    )
     untimed = job(tmp_path, "untimed", TREE, sorted(LOWERED_FIXTURES)[0])
     queues = BeforeTheNotebooks([[timed], [untimed]])
     try:
+        untimed.start()  # its queue has started it or is about to: the same process either way
+        from_the_start = {os.getpriority(os.PRIO_PROCESS, t) for t in started_tree(untimed)}
         started = time.monotonic()
         queues.done()
         assert time.monotonic() - started < 30 and timed.proc.poll() == 0, "the timed job ended first"
+        assert int(timed.log.read_text()) == os.getpriority(os.PRIO_PROCESS, 0), "timed work keeps its priority"
         assert untimed.proc.poll() is None, "the notebooks did not wait for the lowered job"
-        assert {os.getpriority(os.PRIO_PROCESS, t) for t in started_tree(untimed)} == {LOWEST}
+        assert from_the_start == {LOWEST}, "lowered before the notebooks too, from its start"
     finally:
         end(untimed)
 
