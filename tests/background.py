@@ -111,12 +111,14 @@ def prepare_chapter_10() -> None:
 # here, by `pipelab book` on a lab of its own, rather than among the notebooks that measure.
 BESIDE = ("08",)
 
-# One queue per line of work: chapter 10's builds and the course; the unsolved exercises, books and site
-# builds whose outcome no clock decides; each chapter of BESIDE. The two books that run chapter
-# 1's JBang aliases share a queue: two JBang processes building one alias at once can clash. The
-# reference's site build goes before the secured book's, whose site is seeded from it (seed).
+# One queue per line of work: chapter 10's builds; the course (from the start: the notebooks wait for
+# it); the unsolved exercises, books and site builds whose outcome no clock decides; each chapter of
+# BESIDE. The two books that run chapter 1's JBang aliases share a queue: two JBang processes building
+# one alias at once can clash. The reference's site build goes before the secured book's, whose site is
+# seeded from it (seed).
 QUEUES = (
-    ("tools", "course"),
+    ("tools",),
+    ("course",),
     ("unsolved", "portable", "reference", "secured", "nothing", "contradicted"),
     *((f"ch{chapter}",) for chapter in BESIDE),
 )
