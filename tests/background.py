@@ -139,8 +139,10 @@ class BeforeTheNotebooks:
         queues = [queue for queue in jobs if queue]
         self.threads = [threading.Thread(target=self.run, args=(queue,), daemon=True) for queue in queues]
         self.awaited = [t for t, q in zip(self.threads, queues) if any(j.needed_by not in LOWERED_FIXTURES for j in q)]
-        for job in (job for queue in queues for job in queue if job.needed_by in LOWERED_FIXTURES):
-            job.lower()  # none has started yet: each starts lowered
+        for queue in queues:
+            for job in queue:
+                if job.needed_by in LOWERED_FIXTURES:
+                    job.lower()  # none has started yet: each starts lowered
         for thread in self.threads:
             thread.start()
 

@@ -62,11 +62,6 @@ def _package(path: Path) -> str:
     return ".".join(parts[:-1])
 
 
-def _uses(path: Path, nodes: list[ast.AST]) -> dict[str, set[str] | None]:
-    """{pipelab module: the names these statements take from it, None for all of it}."""
-    return _resolve(_imports(_package(path), nodes))
-
-
 def _imports(package: str, nodes: list[ast.AST]) -> list[tuple[str, str | None, frozenset[str]]]:
     """What the statements import, as (module, name taken from it or None for the whole module or "*",
     the attributes the code reads of that name): the syntax alone, before asking which are pipelab's."""
@@ -168,7 +163,7 @@ def python_parts(notebook: Path) -> dict[Path, set[str] | None]:
     Another chapter's module counts only for what this chapter takes from it; settings.py not at all."""
     own = notebook.name[:2]
     _module_file_in.cache_clear()
-    todo = list(_uses(notebook, [ast.parse(_notebook_code(notebook))]).items())
+    todo = list(_uses(notebook, _notebook_code(notebook), None).items())
     parts: dict[Path, set[str] | None] = {}
     while todo:
         name, names = todo.pop()
@@ -180,14 +175,16 @@ def python_parts(notebook: Path) -> dict[Path, set[str] | None]:
         if path in parts and merged == old:
             continue
         parts[path] = merged
-        todo.extend(_file_uses(path, path.read_text(), None if merged is None else frozenset(merged)).items())
+        todo.extend(_uses(path, path.read_text(), None if merged is None else frozenset(merged)).items())
         parent = name.rpartition(".")[0]
         if parent:  # importing pipelab.x.y runs pipelab/__init__ and pipelab/x/__init__
             todo.append((parent, set()))
     return {path: names for path, names in sorted(parts.items()) if _is_input(path)}
 
 
-def _file_uses(path: Path, text: str, names: frozenset[str] | None) -> dict[str, set[str] | None]:
+def _uses(path: Path, text: str, names: frozenset[str] | None) -> dict[str, set[str] | None]:
+    """{pipelab module: the names the code takes from it, None for all of it}, for the code that `names`
+    need (all of it for None)."""
     return _resolve(_file_imports(_package(path), text, names))
 
 
