@@ -106,21 +106,23 @@ def prepare_chapter_10() -> None:
             pass
 
 
-# Chapters whose quick run the tests read for what happened, never for how fast: chapter 8's outcomes,
-# counts and heap sizes, mostly waits on client timeouts (about 40% of one core for 2 minutes). Each runs
-# here, by `pipelab book` on a lab of its own, rather than among the notebooks that measure.
-BESIDE = ("08",)
+# Chapters whose quick run the tests read for what happened, or for a direction far beyond what a busy
+# machine moves: chapter 8's outcomes, counts and heap sizes, mostly waits on client timeouts (about 40%
+# of one core for 2 minutes); chapter 10's commands per read and its pipelines' 5-10x speed-ups (bounds
+# of 1 and 2x; about 45 s). Each runs here, by `pipelab book` on a lab of its own, rather than among the
+# notebooks that measure.
+BESIDE = ("08", "10")
 
-# One queue per line of work: chapter 10's builds; the course (from the start: the notebooks wait for
-# it); the unsolved exercises, books and site builds whose outcome no clock decides; each chapter of
-# BESIDE. The two books that run chapter 1's JBang aliases share a queue: two JBang processes building
+# One queue per line of work: chapter 10's builds, then the chapter; the course (from the start: the
+# notebooks wait for it); the unsolved exercises, books and site builds whose outcome no clock decides;
+# chapter 8. The two books that run chapter 1's JBang aliases share a queue: two JBang processes building
 # one alias at once can clash. The reference's site build goes before the secured book's, whose site is
 # seeded from it (seed).
 QUEUES = (
-    ("tools",),
+    ("tools", "ch10"),
     ("course",),
     ("unsolved", "portable", "reference", "secured", "nothing", "contradicted"),
-    *((f"ch{chapter}",) for chapter in BESIDE),
+    ("ch08",),
 )
 # The notebooks do not wait for the jobs these fixtures read, and they run at the lowest priority from
 # their start (Background.lower): before the notebooks, on the CPU time the tests, the course and chapter
@@ -192,12 +194,20 @@ if __name__ == "__main__":
 
 def course_env(env: dict) -> dict:
     """`pipelab course` starts its own Redis, toxiproxy and cluster (isolated_build has unset the
-    variables that would attach it elsewhere): on ports other than the session's."""
+    variables that would attach it elsewhere): on ports other than the session's. Unpinned
+    (pipelab.placement): run at once, the course and the chapters of BESIDE would each put every client
+    on the same one CPU of two and queue there, while the tests read what they did, not their speed."""
     session_port = int(env["PIPELAB_CLUSTER_PORT"])
     cluster_port = free_cluster_port()
     while abs(cluster_port - session_port) <= 3:  # three masters each: the two ranges must not meet
         cluster_port = free_cluster_port()
-    return dict(env, PIPELAB_PORT=str(free_port()), PIPELAB_CLUSTER_PORT=str(cluster_port), PIPELAB_PROGRESS="0")
+    return dict(
+        env,
+        PIPELAB_PORT=str(free_port()),
+        PIPELAB_CLUSTER_PORT=str(cluster_port),
+        PIPELAB_PROGRESS="0",
+        PIPELAB_PLACEMENT="off",
+    )
 
 
 def beside_env(env: dict, build: Path, kernels: dict) -> dict:
