@@ -126,9 +126,9 @@ def tls_extra_us(doc: dict, client: str, depth: int) -> list[float]:
     if pct.get("interval"):
         return [p * plain / 100 for p in pct["interval"]]
     rounds = {
-        m["label"].split()[-3]: [1e6 * s / m["ops"] for s in m["samples_s"]]
+        m.label.split()[-3]: [1e6 * s / m.ops for s in m.samples]
         for m in doc["measurements"]
-        if m["label"] in {f"{TLS_LABELS[client]} {t} depth {depth}" for t in ("plain", "TLS")}
+        if m.label in {f"{TLS_LABELS[client]} {t} depth {depth}" for t in ("plain", "TLS")}
     }
     return [min(rounds["TLS"]) - max(rounds["plain"]), max(rounds["TLS"]) - min(rounds["plain"])]
 
