@@ -44,6 +44,7 @@ def test_agreement_counts_agreeing_figures_and_names_every_flip(tmp_path, capsys
     assert figures["within"] == (2, 4) and figures["ratios_within"] == (1, 2)
     assert figures["flips"] == 1 and "ch01/ping-10k#jedis_speedup: 1.3x against 0.80x" in text
     assert figures["flips_in_prose"] == 1, "chapter 1's page prints the Jedis speed-up"
+    assert figures["flips_stated"] == 1, "and states its direction (> 1)"
     assert figures["beyond_noise"] == (1, 2), "the 0.7 s and 1.4 s intervals are apart, 20x and 21x overlap"
     assert figures["spread_a"][0] == pytest.approx(0.2) and figures["spread_b"][0] == pytest.approx(2 / 3)
     assert figures["error_a"][0] == pytest.approx((0.05 + 0.01 / 0.7) / 2), "the median of ±5% (20x) and ±1.4% (0.7 s)"
@@ -67,3 +68,11 @@ def test_the_committed_reference_agrees_with_itself():
     _, figures = agreement.report("reference", "reference")
     hit, total = figures["within"]
     assert total > 500 and hit == total and figures["flips"] == 0
+
+
+def test_a_direction_the_prose_states_is_one_its_conditions_compare_with_more_or_less():
+    stated = agreement.stated_by_prose()
+    assert ("ch01/ping-10k", "jedis_speedup") in stated, "chapter 1: jedis_speedup > 1"
+    assert ("ch07/variadic", "get_cpu_ratio") in stated
+    printed_either_way = ("ch06/ceiling", "reply_peak_8_vs_6")
+    assert printed_either_way in agreement.read_by_prose() and printed_either_way not in stated, "~ 1 ±25%"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import paths, results, stats
 from ..errors import LabError
-from . import markers
+from . import conditions, markers
 
 WITHIN = 1.15  # a figure agrees when the two are within ±15% of each other
 RATIO_WITHIN = 1.20  # a ratio figure, within ±20%
@@ -138,6 +138,19 @@ def read_by_prose() -> set[tuple[str, str]]:
     return found
 
 
+def stated_by_prose() -> set[tuple[str, str]]:
+    """Every (results name, key) a condition of the book compares with ">" or "<": a direction the prose
+    states (a "~ 1" condition says the figure may fall on either side)."""
+
+    found = set()
+    for page in sorted((paths.REPO / "site").rglob("*.md")):
+        for match in markers.CONDITION.finditer(page.read_text()):
+            for comparison in conditions.parse(match["condition"]):
+                if comparison.op != "~":
+                    found |= {(t.name, t.key) for t in (comparison.left, comparison.right) if t.name}
+    return found
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
@@ -190,7 +203,7 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
     if not found:
         raise LabError(f"{run_a} and {run_b} share no figures to compare.")
     ratios = [p for p in found if p.unit == "x"]
-    prose = read_by_prose()
+    prose, stated = read_by_prose(), stated_by_prose()
     flips = [p for p in ratios if p.flipped]
     beyond = [p for p in found if p.beyond_noise]
     spread_a, spread_b = spreads(a), spreads(b)
@@ -204,6 +217,7 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
         "ratios_within": share(ratios, lambda p: p.factor <= RATIO_WITHIN),
         "flips": len(flips),
         "flips_in_prose": sum((p.name, p.key) in prose for p in flips),
+        "flips_stated": sum((p.name, p.key) in stated for p in flips),
         "beyond_noise": (len(beyond), sum(p.beyond_noise is not None for p in found)),
         "spread_a": (statistics.median(spread_a), percentile(spread_a, 0.9)) if spread_a else None,
         "spread_b": (statistics.median(spread_b), percentile(spread_b, 0.9)) if spread_b else None,
@@ -219,11 +233,12 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
         f"  ratio figures within ±{RATIO_WITHIN - 1:.0%}: {_pct(figures['ratios_within'])}",
         f"  apart beyond both 95% intervals: {_pct(figures['beyond_noise'])} of the figures that have intervals",
         f"direction flips (a ratio on opposite sides of 1, one over {SIDE - 1:.0%} away): {len(flips)}, "
-        f"{figures['flips_in_prose']} of them printed in the prose",
+        f"{figures['flips_in_prose']} of them printed in the prose, {figures['flips_stated']} a direction it states",
     ]
     lines += [
         f"  {p.name}#{p.key}: {p.a['text']} against {p.b['text']}"
-        + ("  (the prose reads it)" if (p.name, p.key) in prose else "")
+        + ("  (the prose states its direction)" if (p.name, p.key) in stated else "")
+        + ("  (the prose prints it, on either side of 1)" if (p.name, p.key) in prose - stated else "")
         for p in flips
     ]
     for label, run, spread in (("A", run_a, spread_a), ("B", run_b, spread_b)):
@@ -286,6 +301,7 @@ def save(figures: dict, run_a: str, run_b: str, rows: list[dict], target: Path |
         "beyond_noise_pct": pct(figures["beyond_noise"]),
         "flips": results.quantity(figures["flips"], "count"),
         "flips_in_prose": results.quantity(figures["flips_in_prose"], "count"),
+        "flips_stated": results.quantity(figures["flips_stated"], "count"),
     }
     for side in ("a", "b"):
         median, p90 = figures[f"spread_{side}"] or (None, None)
