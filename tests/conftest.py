@@ -167,7 +167,7 @@ def background(isolated_build, tmp_path_factory) -> dict:
     the site built (mkdocs --strict) before the reader measured anything: with the committed reference
     ("reference"), with no reference either ("nothing"), and with one results file of the reader's that
     contradicts a sentence of chapter 1 ("contradicted"), and the quick chapters of BESIDE on labs of
-    their own ("ch08", "ch10"). QUEUES says what runs after what."""
+    their own ("ch08"). QUEUES says what runs after what."""
     from pipelab import paths
     from pipelab.book import build as book
 
