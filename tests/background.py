@@ -108,8 +108,7 @@ def prepare_chapter_10() -> None:
 
 # Chapters whose quick run the tests read for what happened, never for how fast: chapter 8's outcomes,
 # counts and heap sizes, mostly waits on client timeouts (about 40% of one core for 2 minutes). Each runs
-# here, by `pipelab book` on a lab of its own, rather than among the notebooks that measure. (Chapter 10
-# beside the rest once lost a GLIDE for Java run to an unexpected exception: it stays with the notebooks.)
+# here, by `pipelab book` on a lab of its own, rather than among the notebooks that measure.
 BESIDE = ("08",)
 
 # One queue per line of work: chapter 10's builds; the course (from the start: the notebooks wait for
@@ -193,20 +192,12 @@ if __name__ == "__main__":
 
 def course_env(env: dict) -> dict:
     """`pipelab course` starts its own Redis, toxiproxy and cluster (isolated_build has unset the
-    variables that would attach it elsewhere): on ports other than the session's. Unpinned
-    (pipelab.placement): run at once, the course and the chapters of BESIDE would each put every client
-    on the same one CPU of two and queue there, while the tests read what they did, not their speed."""
+    variables that would attach it elsewhere): on ports other than the session's."""
     session_port = int(env["PIPELAB_CLUSTER_PORT"])
     cluster_port = free_cluster_port()
     while abs(cluster_port - session_port) <= 3:  # three masters each: the two ranges must not meet
         cluster_port = free_cluster_port()
-    return dict(
-        env,
-        PIPELAB_PORT=str(free_port()),
-        PIPELAB_CLUSTER_PORT=str(cluster_port),
-        PIPELAB_PROGRESS="0",
-        PIPELAB_PLACEMENT="off",
-    )
+    return dict(env, PIPELAB_PORT=str(free_port()), PIPELAB_CLUSTER_PORT=str(cluster_port), PIPELAB_PROGRESS="0")
 
 
 def beside_env(env: dict, build: Path, kernels: dict) -> dict:
