@@ -141,7 +141,6 @@ def read_by_prose() -> set[tuple[str, str]]:
 def stated_by_prose() -> set[tuple[str, str]]:
     """Every (results name, key) a condition of the book compares with ">" or "<": a direction the prose
     states (a "~ 1" condition says the figure may fall on either side)."""
-
     found = set()
     for page in sorted((paths.REPO / "site").rglob("*.md")):
         for match in markers.CONDITION.finditer(page.read_text()):
