@@ -127,8 +127,7 @@ QUEUES = (
 # their start (Background.lower): before the notebooks, on the CPU time the tests, the course and chapter
 # 8 leave, and then on the time the notebooks leave (a quick book keeps under one core of two busy).
 # Work whose outcome a timeout or a time bound decides (the course's checks, chapter 8's traps, the
-# unsolved exercise 9, whose Jedis read of its own Redis timed out once when both were lowered) is not
-# among them: lowered work can be starved for seconds.
+# unsolved exercises' Jedis reads) is not among them: lowered work can be starved for seconds.
 LOWERED_FIXTURES = {"portable_book", "secured_run", "unmeasured_sites"}
 
 

@@ -125,12 +125,11 @@ def tls_extra_us(doc: dict, client: str, depth: int) -> list[float]:
     pct, plain = summary[f"{client}_tls_extra_pct_d{depth}"], summary[f"{client}_us_plain_d{depth}"]["value"]
     if pct.get("interval"):
         return [p * plain / 100 for p in pct["interval"]]
-    rounds = {
-        m.label.split()[-3]: [1e6 * s / m.ops for s in m.samples]
-        for m in doc["measurements"]
-        if m.label in {f"{TLS_LABELS[client]} {t} depth {depth}" for t in ("plain", "TLS")}
-    }
-    return [min(rounds["TLS"]) - max(rounds["plain"]), max(rounds["TLS"]) - min(rounds["plain"])]
+    tls, plain = (
+        next(m for m in doc["measurements"] if m.label == f"{TLS_LABELS[client]} {t} depth {depth}")
+        for t in ("TLS", "plain")
+    )
+    return [1e6 * (tls.min - plain.max) / tls.ops, 1e6 * (tls.max - plain.min) / tls.ops]
 
 
 def m(label, ops, seconds, **params):

@@ -130,24 +130,18 @@ def steady_files(a: dict[str, dict], b: dict[str, dict]) -> set[str]:
     }
 
 
-def read_by_prose() -> set[tuple[str, str]]:
-    """Every (results name, key) a page of the book prints."""
-    found = set()
+def read_by_prose() -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """Every (results name, key) a page of the book prints, and of those the ones a condition compares
+    with ">" or "<": a direction the prose states (a "~ 1" condition says it may fall on either side)."""
+    printed, stated = set(), set()
     for page in sorted((paths.REPO / "site").rglob("*.md")):
-        found |= {(v.name, v.key) for v in markers.values(page.read_text())}
-    return found
-
-
-def stated_by_prose() -> set[tuple[str, str]]:
-    """Every (results name, key) a condition of the book compares with ">" or "<": a direction the prose
-    states (a "~ 1" condition says the figure may fall on either side)."""
-    found = set()
-    for page in sorted((paths.REPO / "site").rglob("*.md")):
-        for match in markers.CONDITION.finditer(page.read_text()):
+        text = page.read_text()
+        printed |= {(v.name, v.key) for v in markers.values(text)}
+        for match in markers.CONDITION.finditer(text):
             for comparison in conditions.parse(match["condition"]):
                 if comparison.op != "~":
-                    found |= {(t.name, t.key) for t in (comparison.left, comparison.right) if t.name}
-    return found
+                    stated |= {(t.name, t.key) for t in (comparison.left, comparison.right) if t.name}
+    return printed, stated
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -202,7 +196,7 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
     if not found:
         raise LabError(f"{run_a} and {run_b} share no figures to compare.")
     ratios = [p for p in found if p.unit == "x"]
-    prose, stated = read_by_prose(), stated_by_prose()
+    prose, stated = read_by_prose()
     flips = [p for p in ratios if p.flipped]
     beyond = [p for p in found if p.beyond_noise]
     spread_a, spread_b = spreads(a), spreads(b)

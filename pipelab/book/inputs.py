@@ -71,9 +71,6 @@ def _imports(package: str, nodes: list[ast.AST]) -> list[tuple[str, str | None, 
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
             read.setdefault(n.value.id, set()).add(n.attr)
 
-    def attributes_of(alias: str) -> frozenset[str]:
-        return frozenset(read.get(alias, ()))
-
     for node in every:
         if isinstance(node, ast.Import):
             found += [(alias.name, None, frozenset()) for alias in node.names]
@@ -82,7 +79,7 @@ def _imports(package: str, nodes: list[ast.AST]) -> list[tuple[str, str | None, 
             if node.level:
                 parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(filter(None, [*parts, base]))
-            found += [(base, a.name, attributes_of(a.asname or a.name)) for a in node.names]
+            found += [(base, a.name, frozenset(read.get(a.asname or a.name, ()))) for a in node.names]
     return found
 
 
