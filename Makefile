@@ -56,7 +56,7 @@ book: $(STAMP) system-deps
 reference: $(STAMP) system-deps
 	$(BIN)/pipelab reference $(if $(FROM_RESULTS),--from-results)
 
-test: lint $(VENV)/.lab-installed system-deps  # the tests open `make lab`'s JupyterLab too
+test: $(VENV)/.lab-installed lint system-deps  # the tests open `make lab`'s JupyterLab too
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # ruff from the lock: the rules and the format in pyproject.toml.
@@ -68,9 +68,10 @@ lint: $(STAMP)
 check: lint
 	$(BIN)/python -m pytest -m unit -q $(PYTEST_ARGS)
 
-$(VENV)/.lab-installed: $(STAMP)
+# Both extras in one sync (and so one bytecode compilation); it stands for $(STAMP) too.
+$(VENV)/.lab-installed: pyproject.toml uv.lock | $(UV)
 	$(UV_SYNC) --extra test --extra lab
-	@touch $@
+	@touch $(STAMP) $@
 
 lab: $(VENV)/.lab-installed
 	$(BIN)/pipelab lab $(if $(LAB_ARGS),-- $(LAB_ARGS))

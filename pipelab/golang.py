@@ -133,7 +133,7 @@ def build(name: str) -> Path:
     )
     if done.returncode != 0:
         raise LabError(
-            f"go build ./{name} failed ({jbang._last_line(done.stderr or done.stdout)}); check that the Go module "
+            f"go build ./{name} failed ({jbang.failure_line(done.stderr or done.stdout)}); check that the Go module "
             "proxy is reachable (the first build downloads the modules go.sum names)."
         )
     stamp.write_text(key)

@@ -107,11 +107,7 @@ def allowed_cpus(pid: int = 0) -> set[int]:
 def pin(pid: int, cpus: set[int]) -> None:
     """Every thread of `pid` onto `cpus` (a new thread inherits its creator's mask, an old one keeps its own)."""
     _need(PINNING)
-    try:
-        tasks = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        tasks = [pid]
-    for task in tasks:
+    for task in _threads(pid) or [pid]:
         try:
             os.sched_setaffinity(task, cpus)
         except OSError:  # a thread that ended meanwhile
@@ -147,6 +143,34 @@ def cpu_latency_request(microseconds: int = 0):
 
 
 # --- processes (/proc) ----------------------------------------------------------------------
+
+
+def _threads(pid: int) -> list[int]:
+    """The threads of `pid` (none once it has ended)."""
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
+def threads_under(pid: int) -> list[int]:
+    """Every thread of `pid` and of its descendants, however deep (a nice value is per thread, and a
+    server started below keeps a process group of its own)."""
+    _need(PROC)
+    children: dict[int, list[int]] = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.split("/")[2]))
+    todo, tids = [pid], []
+    while todo:
+        proc = todo.pop()
+        tids += _threads(proc)
+        todo += children.get(proc, [])
+    return tids
 
 
 def process_name(pid: int | str) -> str:

@@ -100,13 +100,13 @@ def jbang_argv(args: list[str]) -> list[str]:
 
     Run from its jar, dev.jbang.Main prints the java command line and exits 255; the official
     launcher then executes what it printed, and so do we (through bash, which reads its quoting).
-    For a catalog alias the printed command is remembered (launch_command).
+    For a catalog alias the printed command is remembered (launch).
     """
     on_path = shutil.which("jbang")
     if on_path:
         return [on_path, *args]
     if args and args[0] in catalog_aliases():
-        return ["bash", "-c", f"exec {launch_command(args[0])} {shlex.join(args[1:])}"]
+        return ["bash", "-c", f"exec {launch(args[0])['command']} {shlex.join(args[1:])}"]
     first = _from_jar(args)
     if first.returncode == 255:
         return ["bash", "-c", "exec " + first.stdout.strip()]
@@ -123,12 +123,14 @@ def _from_jar(args: list[str]) -> subprocess.CompletedProcess:
         text=True,
     )
     if first.returncode not in (0, 255):
-        raise LabError(f"jbang {' '.join(args)} failed: {_last_line(first.stderr or first.stdout)}")
+        raise LabError(f"jbang {' '.join(args)} failed: {failure_line(first.stderr or first.stdout)}")
     return first
 
 
 ARGS_MARK = "PIPELAB_ARGS"  # stands for the arguments in the command JBang prints for an alias
-LAUNCHES = "jbang-launches.json"  # in tools_dir(): {alias: {"key": ..., "command": ...}}
+# {launch_key: {"command": ..., "jars": [...]}}, beside the compiled jars the commands name: a new
+# clone of the same sources finds them, and an entry goes when its jars do.
+LAUNCHES = "pipelab-launches.json"
 
 
 SOURCES_LINE = re.compile(r"^//SOURCES\s+(\S+)", re.MULTILINE)
@@ -154,27 +156,45 @@ def launch_key(alias: str) -> str:
     return digest.hexdigest()
 
 
-def launch_command(alias: str) -> str:
-    """The java command line JBang runs for a catalog alias, without the arguments. JBang's own launcher
-    is a JVM start of about a second per run, so the command is kept in build/tools and asked for
-    again only when launch_key changes or a jar it names is gone."""
-    store, key = tools_dir() / LAUNCHES, launch_key(alias)
-    known = json.loads(store.read_text()) if store.exists() else {}
-    hit = known.get(alias) or {}
-    if hit.get("key") == key and all(Path(jar).exists() for jar in hit.get("jars", [])):
-        return hit["command"]
+def cache_dir() -> Path:
+    """JBang's cache, where it keeps the jars it compiled: JBANG_CACHE_DIR, else JBANG_DIR/cache."""
+    if os.environ.get("JBANG_CACHE_DIR"):
+        return Path(os.environ["JBANG_CACHE_DIR"])
+    return Path(os.environ.get("JBANG_DIR") or Path.home() / ".jbang") / "cache"
+
+
+def launch(alias: str) -> dict:
+    """The java command line JBang runs for a catalog alias, without the arguments, and the jars it
+    names. JBang's own launcher is a JVM start of about a second per run, so both are kept in JBang's
+    cache and asked for again only when launch_key changes or a jar they name is gone."""
+    store, key = cache_dir() / LAUNCHES, launch_key(alias)
+    try:
+        known = json.loads(store.read_text())
+    except (OSError, ValueError):  # none yet, or cut short
+        known = {}
+    valid = {k: v for k, v in known.items() if all(Path(jar).exists() for jar in v.get("jars", []))}
+    if key in valid:
+        return valid[key]
     printed = _from_jar([alias, ARGS_MARK]).stdout.strip()
     if not printed.endswith(" " + ARGS_MARK):
-        raise LabError(f"jbang {alias} printed no java command to run: {_last_line(printed)}")
+        raise LabError(f"jbang {alias} printed no java command to run: {failure_line(printed)}")
     command = printed.removesuffix(" " + ARGS_MARK)
     words = shlex.split(command)
     jars = [j for i, w in enumerate(words[:-1]) if w in ("-classpath", "-cp") for j in words[i + 1].split(os.pathsep)]
-    known[alias] = {"key": key, "command": command, "jars": jars}
-    store.parent.mkdir(parents=True, exist_ok=True)
-    part = store.with_suffix(f".{os.getpid()}.part")  # notebooks and the course may write at once
-    part.write_text(json.dumps(known, indent=1))
-    part.replace(store)
-    return command
+    valid[key] = {"command": command, "jars": jars}
+    try:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        part = store.with_suffix(f".{os.getpid()}.part")  # notebooks and the course may write at once
+        part.write_text(json.dumps(valid, indent=1))
+        part.replace(store)
+    except OSError:  # a cache that cannot be written costs a JVM start next time, nothing else
+        pass
+    return valid[key]
+
+
+def ready() -> str:
+    """What runs JBang, with nothing started: jbang on PATH, else its jar (fetched now, once)."""
+    return shutil.which("jbang") or str(jbang_jar())
 
 
 def jbang_output(args: list[str]) -> str:
@@ -186,12 +206,17 @@ def jbang_output(args: list[str]) -> str:
         else _from_jar(args)
     )
     if done.returncode != 0:
-        raise LabError(f"jbang {' '.join(args)} failed: {_last_line(done.stderr or done.stdout)}")
+        raise LabError(f"jbang {' '.join(args)} failed: {failure_line(done.stderr or done.stdout)}")
     return done.stdout
 
 
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
+STACK_FRAME = re.compile(r"^\s+at |^\s*\.\.\. \d+ (more|common frames omitted)$")
+
+
+def failure_line(text: str) -> str:
+    """The line that says why a program failed: the last one it printed that is not a stack frame (of a
+    Java exception, its deepest "Caused by:"), or "no output"."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip() and not STACK_FRAME.match(line)]
     return lines[-1] if lines else "no output"
 
 
@@ -201,7 +226,7 @@ def jbang(args: list[str], *, quiet: bool = False) -> subprocess.CompletedProces
     argv = jbang_argv(args)
     done = subprocess.run(argv, cwd=REPO, env=jbang_env(), capture_output=True, text=True)
     if done.returncode != 0:
-        raise LabError(f"jbang {' '.join(args)} failed: {_last_line(done.stderr or done.stdout)}")
+        raise LabError(f"jbang {' '.join(args)} failed: {failure_line(done.stderr or done.stdout)}")
     if not quiet and done.stdout:
         print(done.stdout, end="")
     return done
@@ -311,5 +336,5 @@ def run_example(alias: str, target: Endpoint, *args, cluster: Endpoint | None = 
     if bar is not None:
         bar.close()
     if proc.returncode != 0:
-        raise LabError(f"jbang {alias} exited with {proc.returncode}: {_last_line(stderr or chr(10).join(lines))}")
+        raise LabError(f"jbang {alias} exited with {proc.returncode}: {failure_line(stderr or chr(10).join(lines))}")
     return JavaRun(alias, parse_result("\n".join(lines)), [line for line in lines if not line.startswith(RESULT_MARK)])

@@ -19,8 +19,7 @@ from pathlib import Path
 
 from . import host, placement
 from .errors import LabError
-from .jbang import JavaRun
-from .jbang import _last_line as jbang_last_line
+from .jbang import JavaRun, failure_line
 from .paths import REPO, tools_dir
 from .programs import run_printing
 from .server import PREFIX, Endpoint
@@ -98,7 +97,7 @@ def install(source: Path | None = None, name: str = "ch10") -> Path:
             ) from None
         if done.returncode != 0:
             raise LabError(
-                f"npm ci failed in {target} ({jbang_last_line(done.stderr or done.stdout)}); "
+                f"npm ci failed in {target} ({failure_line(done.stderr or done.stdout)}); "
                 "check that the npm registry is reachable."
             )
         stamp.write_text(key)

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from .errors import LabError
-from .jbang import RESULT_MARK, JavaRun, _last_line, parse_result
+from .jbang import RESULT_MARK, JavaRun, failure_line, parse_result
 
 
 def run_printing(alias: str, what: str, argv: list[str], cwd: Path, env: dict) -> JavaRun:
@@ -24,7 +24,7 @@ def run_printing(alias: str, what: str, argv: list[str], cwd: Path, env: dict) -
     drain.join()
     if proc.returncode != 0:
         raise LabError(
-            f"{what} exited with {proc.returncode}: {_last_line(''.join(err_chunks) or chr(10).join(lines))}"
+            f"{what} exited with {proc.returncode}: {failure_line(''.join(err_chunks) or chr(10).join(lines))}"
         )
     try:
         data = parse_result("\n".join(lines))

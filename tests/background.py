@@ -11,6 +11,7 @@ import threading
 from functools import partial
 from pathlib import Path
 
+from pipelab import host
 from pipelab.cluster import free_cluster_port
 from pipelab.errors import LabError
 from pipelab.server import EmbeddedRedis, free_port
@@ -44,7 +45,7 @@ class Background:
         """From now on, this job (if running, its whole process tree) runs at the lowest priority."""
         self.lowered = True
         if self.proc is not None and self.proc.poll() is None:
-            for tid in _threads_under(self.proc.pid):
+            for tid in host.threads_under(self.proc.pid):
                 try:
                     os.setpriority(os.PRIO_PROCESS, tid, LOWEST)
                 except OSError:  # ended meanwhile
@@ -73,24 +74,6 @@ LOWEST = 19  # nice: a thread at 0 that wants the CPU gets about 70 times its sh
 
 def _lowered() -> None:
     os.setpriority(os.PRIO_PROCESS, 0, LOWEST)
-
-
-def _threads_under(pid: int) -> list[int]:
-    """Every thread of `pid` and of its descendants (a Linux nice value is per thread; the servers a job
-    starts have process groups of their own)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    todo, tids = [pid], []
-    while todo:
-        proc = todo.pop()
-        tids += [int(t.name) for t in Path(f"/proc/{proc}/task").glob("[0-9]*")]
-        todo += children.get(proc, [])
-    return tids
 
 
 def prepare_chapter_10() -> None:

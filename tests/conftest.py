@@ -144,7 +144,7 @@ def before_the_notebooks(request):
     from pipelab import jbang, proxy
 
     try:  # fetched and built once here, not by two jobs at once
-        jbang.jbang_argv(["version"])
+        jbang.ready()
         proxy.find_toxiproxy()
     except LabError:
         pass  # the tests that need them say so
@@ -264,13 +264,14 @@ def executed_notebooks(request, session, jdk, isolated_build, before_the_noteboo
 
 @pytest.fixture(scope="session")
 def readers_site(isolated_build) -> Background:
-    """The site built (mkdocs --strict) from the executed notebooks' results, at the lowest priority: started
-    once the notebooks are done, beside the tests that measure after them; the tests that read it go last."""
-    from pipelab.book import build as book
+    """The site built (mkdocs --strict) from the executed notebooks' results, then every page opened in the
+    browser (tests/site_visit.py), at the lowest priority: started once the notebooks are done, beside the
+    tests that measure after them; the tests that read it go last."""
+    from tests.site_visit import VISITED
 
     site = isolated_build / "site"
     job = Background(
-        book.site_argv(site),
+        [sys.executable, "-m", "tests.site_visit", str(site), str(isolated_build / VISITED)],
         lambda: dict(os.environ),
         isolated_build / "site.log",
         "built_site",

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.background import LOWERED_FIXTURES, LOWEST, Background, BeforeTheNotebooks, _threads_under
+from pipelab import host
+from tests.background import LOWERED_FIXTURES, LOWEST, Background, BeforeTheNotebooks
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads threads from /proc (Linux)")
 
@@ -33,7 +34,7 @@ def started_tree(background: Background) -> list[int]:
     deadline = time.monotonic() + 30
     while not background.log.read_text().strip() and time.monotonic() < deadline:
         time.sleep(0.05)
-    tids = _threads_under(background.proc.pid)
+    tids = host.threads_under(background.proc.pid)
     assert int(background.log.read_text()) in tids and len(tids) >= 3, tids
     return tids
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -150,3 +151,39 @@ def test_the_depth_example_runs_the_depths_it_is_given_and_refuses_a_bad_list(jd
 def test_example_refuses_a_database_with_foreign_keys(jdk, lab, foreign_key):
     with pytest.raises(LabError, match="not the lab's"):
         lab.java("ch01-sadd", 10, 1)
+
+
+def test_a_failure_is_told_by_its_cause_not_by_a_stack_frame():
+    trace = (
+        'Exception in thread "main" java.lang.IllegalStateException: round 3 failed\n'
+        "\tat Ex09.main(Ex09.java:40)\n"
+        "Caused by: java.net.SocketTimeoutException: Read timed out\n"
+        "\tat java.base/sun.nio.ch.NioSocketImpl.timedRead(NioSocketImpl.java:288)\n"
+        "\t... 4 more\n"
+    )
+    assert jbang.failure_line(trace) == "Caused by: java.net.SocketTimeoutException: Read timed out"
+    assert jbang.failure_line("npm ERR! 404 Not Found\n") == "npm ERR! 404 Not Found"
+    assert jbang.failure_line("\n \n") == "no output"
+
+
+def test_a_known_launch_starts_no_jvm_and_one_whose_jar_is_gone_is_asked_for_again(tmp_path, monkeypatch):
+    jar = tmp_path / "jars" / "PingBench.jar"
+    jar.parent.mkdir()
+    jar.write_bytes(b"")
+    asked = []
+
+    def launcher(args):  # JBang's launcher, as it answers for an alias: the command, then the mark
+        asked.append(args[0])
+        return subprocess.CompletedProcess(args, 255, f"/usr/bin/java -classpath {jar} PingBench {args[1]}\n", "")
+
+    monkeypatch.setenv("JBANG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(jbang, "require_jdk", lambda: "/usr/bin/java")
+    monkeypatch.setattr(jbang, "_from_jar", launcher)
+    monkeypatch.setattr(jbang.shutil, "which", lambda name: None)  # no jbang on PATH: the jar's protocol
+    first = jbang.launch("ch01-ping")
+    assert first == {"command": f"/usr/bin/java -classpath {jar} PingBench", "jars": [str(jar)]}
+    assert jbang.launch("ch01-ping") == first and asked == ["ch01-ping"], "the second ask reads the cache"
+    assert jbang.jbang_argv(["ch01-ping", "h", "1"])[-1].endswith("PingBench h 1") and len(asked) == 1
+    jar.unlink()
+    jbang.launch("ch01-ping")
+    assert asked == ["ch01-ping", "ch01-ping"], "a command naming a jar that is gone is not run"

@@ -104,5 +104,6 @@ def test_a_first_recorded_round_still_warming_up_joins_the_warm_up(jdk, tmp_path
         }"""),
         env={"PIPELAB_REPEAT_RULE": "0.05,0.3,0.05,4,60"},
     )
-    assert len(ran["warmup"]) == 3 and min(ran["warmup"]) > 0.015, ran["warmup"]
+    # A 5 ms round the machine delayed by 10% may join it too: the rule at work, not a fault.
+    assert len(ran["warmup"]) >= 3 and min(ran["warmup"][:3]) > 0.015, ran["warmup"]
     assert max(ran["wall"]) < 0.015, ran["wall"]

@@ -37,7 +37,7 @@ def chapter_prefixes(text: str | None) -> list[str] | None:
 def measure(*, quick: bool, only: list[str] | None, fresh: bool) -> None:
     """Execute the chapter notebooks against a session the lab starts (or REDIS_URL's)."""
     jbang.require_jdk()
-    jbang.jbang_argv(["version"])  # fetch JBang now, not in the middle of a notebook
+    jbang.ready()  # fetch JBang now, not in the middle of a notebook
     if lacking := host.note():  # e.g. on a Mac: no CPU pinning, /proc or strace
         print(f"pipelab: {lacking}", flush=True)
     with Session() as session:
@@ -189,7 +189,7 @@ def cmd_jbang(args) -> int:
 def cmd_tools(args) -> int:
     if not args.toxiproxy_only:
         jbang.require_jdk()
-        print(f"pipelab: JBang ready ({jbang.jbang_argv(['version'])[0]})")
+        print(f"pipelab: JBang ready ({jbang.ready()})")
     print(f"pipelab: toxiproxy ready ({proxy.find_toxiproxy()})")  # raises with what to do
     return 0
 

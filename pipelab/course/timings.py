@@ -7,8 +7,6 @@ Redis and times it, so the trainer's page shows how long each exercise's code ta
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -148,21 +146,12 @@ def _size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
 
-def _classpath(alias: str) -> list[Path]:
-    """The jars a catalog alias runs with, from its remembered launch (jbang.launch_command): no JVM
-    start where it is known, where `jbang info classpath` costs one per alias."""
-    jbang.launch_command(alias)
-    known = json.loads((tools_dir() / jbang.LAUNCHES).read_text()).get(alias)
-    if known is None:  # another process rewrote the store from an older copy of it
-        return [Path(jar) for jar in jbang.jbang_output(["info", "classpath", alias]).strip().split(os.pathsep)]
-    return [Path(jar) for jar in known["jars"]]
-
-
 def footprint() -> dict:
     """What a laptop has fetched for the course, measured on disk (not download) sizes."""
     jars: set[Path] = set()
     for alias in jbang.catalog_aliases():  # the exact artifacts the examples run with, not all of ~/.m2
-        jars.update(j for j in _classpath(alias) if j.suffix == ".jar" and "/.jbang/cache/" not in str(j))
+        named = map(Path, jbang.launch(alias)["jars"])
+        jars.update(j for j in named if j.suffix == ".jar" and not j.is_relative_to(jbang.cache_dir()))
     venv = Path(sys.prefix)
     with_lab = importlib.util.find_spec("jupyterlab") is not None
     return {
