@@ -86,7 +86,7 @@ def test_ex09_accepts_a_variadic_unlink_per_page_down_to_count_100(lab):
         assert figures["calls"].get("keys", 0) == 0 and figures["calls"]["unlink"] >= 2 * figures["calls"]["scan"] // 3
 
 
-def test_ex09_runs_again_before_blaming_one_slow_command(lab):
+def test_ex09_runs_again_before_blaming_one_slow_command(lab, capsys):
     # A first call that holds the server for tens of ms once (a script that walks the whole keyspace, the
     # only EVAL of the run), then deletes as the solutions do: a long command seen in one run only is taken
     # for the machine's pause, so the check runs the function again on a fresh keyspace and passes on that run.
@@ -100,7 +100,9 @@ def test_ex09_runs_again_before_blaming_one_slow_command(lab):
 
     figures = exercises.check_ex09(lab, slow_once)
     assert len(calls) == 2 and figures["runs"] == 2
-    assert figures["longest_ms"] is None or figures["longest_ms"] < exercises.EX09_BOUND_MS
+    # The second run is clean, or the few commands a busy machine paused in it are named as such.
+    paused = "a busy machine paused them" in capsys.readouterr().out
+    assert figures["longest_ms"] is None or figures["longest_ms"] < exercises.EX09_BOUND_MS or paused
 
 
 def test_ex09_takes_a_paused_call_among_many_for_the_machine(lab, capsys):

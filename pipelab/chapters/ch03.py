@@ -48,9 +48,11 @@ RTT_MS = 1
 # JMH: warm-up iterations, measured iterations, seconds each, and thread counts per RTT: the claims
 # and the prose read 10 and 50 threads on loopback and 50 at 1 ms (each run also pays about 3 s to
 # start its fork).
-JMH_WARMUPS, JMH_ITERATIONS, JMH_SECONDS = 1, Size(full=3, quick=1), 1  # a cold second reads low: keep the warm-up
-# A fork per run gives each model a fresh JIT and heap, at about 3 s a run; a quick run checks the
-# code and the direction at 1 ms (bound by the RTT, not the JIT), all in one JVM.
+JMH_ITERATIONS, JMH_SECONDS = Size(full=3, quick=1), 1
+# A cold second reads low: the book keeps a warm-up. A fork per run gives each model a fresh JIT and
+# heap, at about 3 s a run. A quick run checks the code and the direction at 1 ms (bound by the RTT,
+# not the JIT), all in one JVM and without a warm-up.
+JMH_WARMUPS = Size(full=1, quick=0)
 JMH_FORKS = Size(full=1, quick=0)
 JMH_THREADS = {0: [10, 50], RTT_MS: [50]}
 JAVA_CLIENTS = {
@@ -324,7 +326,13 @@ def measure_jmh(lab, rtts: list) -> tuple[dict, str]:
         threads = ",".join(map(str, JMH_THREADS[rtt]))
         with lab.rtt(rtt) as link:
             run = lab.java(
-                "ch03-jmh", JMH_WARMUPS, lab.size(JMH_ITERATIONS), JMH_SECONDS, threads, lab.size(JMH_FORKS), link=link
+                "ch03-jmh",
+                lab.size(JMH_WARMUPS),
+                lab.size(JMH_ITERATIONS),
+                JMH_SECONDS,
+                threads,
+                lab.size(JMH_FORKS),
+                link=link,
             )
         jmh |= {(rtt, row["model"], row["threads"]): row for row in run.data["jmh"]}
         settings = str(run.data.get("settings", ""))
