@@ -181,7 +181,7 @@ def test_a_spring_callback_that_calls_the_template_escapes_the_pipeline(ch08):
     # stalled machine only adds time to a round, so each mode's fastest round is its cost: 4.8x apart in
     # the reference, 2.7x in a quick run whose medians were 1.2x apart (one of its two connection rounds
     # took 514 ms, the other 144 ms).
-    fastest = {m["label"]: min(m["samples_s"]) for m in saved("ch08/spring")["measurements"]}
+    fastest = {m.label: m.min for m in saved("ch08/spring")["measurements"]}
     assert f["connection_results"] == n and fastest["escape"] > 1.5 * fastest["connection"], fastest
     assert f["session_outer_results"] == n, "a SessionCallback binds the connection"
 
