@@ -93,10 +93,6 @@ def prepare_chapter_10() -> None:
 # counts and heap sizes, mostly waits on client timeouts (about 40% of one core for 2 minutes). Each runs
 # here, by `pipelab book` on a lab of its own, rather than among the notebooks that measure.
 BESIDE = ("08",)
-# Notebooks whose tests read counts, and directions with a margin of ten times or more: they run first,
-# beside the end of BESIDE's runs, which the other notebooks wait for (chapter 8 outlasts the tests
-# that run before the notebooks by about 40 s).
-EARLY = ("05", "09", "10")
 
 # One queue per line of work: chapter 10's builds; the course (from the start: the notebooks wait for
 # it); the unsolved exercises; the books and site builds whose outcome no clock decides; each chapter of
@@ -126,9 +122,7 @@ class BeforeTheNotebooks:
     def __init__(self, jobs: list):
         queues = [queue for queue in jobs if queue]
         self.threads = [threading.Thread(target=self.run, args=(queue,), daemon=True) for queue in queues]
-        self.awaited = [
-            (t, q) for t, q in zip(self.threads, queues) if any(j.needed_by not in LOWERED_FIXTURES for j in q)
-        ]
+        self.awaited = [t for t, q in zip(self.threads, queues) if any(j.needed_by not in LOWERED_FIXTURES for j in q)]
         for queue in queues:
             for job in queue:
                 if job.needed_by in LOWERED_FIXTURES:
@@ -144,11 +138,9 @@ class BeforeTheNotebooks:
             except Exception:  # noqa: BLE001  any failure: the test that reads the job waits again and reports it
                 pass
 
-    def done(self, but: list | None = None) -> None:
-        """Waits for them, except for the queues that hold a job of `but`."""
-        for thread, queue in self.awaited:
-            if not any(job in (but or []) for job in queue):
-                thread.join()
+    def done(self) -> None:
+        for thread in self.awaited:
+            thread.join()
 
 
 def unsolved_java(out: Path) -> None:

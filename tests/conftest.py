@@ -22,7 +22,6 @@ from pipelab.lab import Lab, Session
 from pipelab.server import EmbeddedRedis, free_port
 from tests.background import (
     BESIDE,
-    EARLY,
     QUEUES,
     Background,
     BeforeTheNotebooks,
@@ -248,24 +247,15 @@ def executed_notebooks(request, session, jdk, isolated_build, before_the_noteboo
     from pipelab.book import build as book
 
     wanted = notebooks_run()
-    beside = [chapter for chapter in BESIDE if chapter in wanted]
-    jobs = {chapter: request.getfixturevalue("background")[f"ch{chapter}"] for chapter in beside}
-    early = [chapter for chapter in EARLY if chapter in wanted]
-    rest = [chapter for chapter in wanted if chapter not in beside and chapter not in early]
-
-    def run(chapters):
-        if chapters:  # (only=[] would mean every chapter)
-            with kernels_attached(session, **traced_kernels(isolated_build)):
-                book.run_notebooks(session.env(), quick=True, only=chapters)
-
-    if before_the_notebooks is not None:
-        before_the_notebooks.done(but=list(jobs.values()))
-    run(early)  # beside the end of BESIDE's runs (tests/background.py)
     if before_the_notebooks is not None:
         before_the_notebooks.done()
-    for chapter, job in jobs.items():  # run on a lab of its own
-        adopt(chapter, job.succeeded(), isolated_build)
-    run(rest)
+    beside = [chapter for chapter in BESIDE if chapter in wanted]
+    for chapter in beside:  # run before the notebooks, on a lab of its own (tests/background.py)
+        adopt(chapter, request.getfixturevalue("background")[f"ch{chapter}"].succeeded(), isolated_build)
+    rest = [chapter for chapter in wanted if chapter not in beside]
+    if rest:  # (only=[] would mean every chapter)
+        with kernels_attached(session, **traced_kernels(isolated_build)):
+            book.run_notebooks(session.env(), quick=True, only=rest)
     if any(needed_in_session(request, fixture) for fixture in READ_THE_SITE):
         request.getfixturevalue("readers_site").start()  # beside the tests that measure, which go first
     executed = {source.name[:2]: book.notebooks_out_dir() / source.name for source in book.notebooks(wanted)}

@@ -81,20 +81,6 @@ def test_the_notebooks_wait_for_timed_work_but_not_for_the_lowered_jobs(tmp_path
         end(untimed)
 
 
-def test_the_early_notebooks_wait_for_timed_work_except_the_chapter_run_beside(tmp_path):
-    timed = job(tmp_path, "timed", "import time; time.sleep(1)", "course_run")
-    beside = job(tmp_path, "beside", "import time; time.sleep(60)", "executed_notebooks")
-    queues = BeforeTheNotebooks([[timed], [beside]])
-    try:
-        beside.start()  # its queue has started it or is about to: the same process either way
-        started = time.monotonic()
-        queues.done(but=[beside])
-        assert timed.proc.poll() == 0 and time.monotonic() - started < 30, "the timed job ended first"
-        assert beside.proc.poll() is None, "the early notebooks did not wait for the chapter beside"
-    finally:
-        beside.stop()
-
-
 def test_a_job_started_from_two_threads_at_once_runs_once(tmp_path):
     """Its queue's thread and a test that waits for it can both start a job: one process, not two."""
     count = tmp_path / "runs"
