@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from pipelab.book import build as book
 from pipelab.book import sitecheck
 from pipelab.book.markers import BLOCK
 from pipelab.chapters.claims import NOT_MEASURED
+from pipelab.errors import LabError
 from tests import browser
 
 VISITED = "visited.json"  # OUT, in the session's build directory
@@ -141,8 +141,10 @@ def visit(site: Path) -> dict:
 
 if __name__ == "__main__":
     site, report = map(Path, sys.argv[1:])
-    if subprocess.run(book.site_argv(site), cwd=paths.REPO).returncode:
-        sys.exit(1)  # mkdocs said why, above
+    try:
+        book.build_site(site)
+    except LabError as err:
+        sys.exit(str(err))
     try:
         found = visit(site)
     except Exception as err:  # noqa: BLE001  the browser's tests say so; the site itself was built
