@@ -159,7 +159,7 @@ def _left(client: redis.Redis, keys: list[str], chunk: int = 1_000) -> int:
 
 
 @dataclass
-class _Run:
+class DeleteRun:
     """One call of the reader's function on a freshly seeded keyspace, and what the server saw of it."""
 
     returned: object
@@ -203,7 +203,7 @@ def _name(entry: dict) -> str:
     return entry["command"].split()[0].decode().upper()
 
 
-def _run(admin: redis.Redis, handed: redis.Redis, trips: _RoundTrips, delete_matching: Callable) -> _Run:
+def _run(admin: redis.Redis, handed: redis.Redis, trips: _RoundTrips, delete_matching: Callable) -> DeleteRun:
     newest = admin.slowlog_get(1)
     last_id = newest[0]["id"] if newest else -1
     before = observe.command_calls(admin)
@@ -215,7 +215,7 @@ def _run(admin: redis.Redis, handed: redis.Redis, trips: _RoundTrips, delete_mat
         raise _fail(9, trips.stopped)
     calls = {k: v - before.get(k, 0) for k, v in observe.command_calls(admin).items() if v > before.get(k, 0)}
     slow = [e for e in admin.slowlog_get(1024) if e["id"] > last_id and e.get("client_name") == EX09_CLIENT.encode()]
-    return _Run(returned, seconds, trips.trips, dict(trips.by_name), calls, slow)
+    return DeleteRun(returned, seconds, trips.trips, dict(trips.by_name), calls, slow)
 
 
 def check_ex09(lab: Lab, delete_matching: Callable) -> dict:
