@@ -126,7 +126,8 @@ def jdk():
 
 
 # The order of a session (pytest_collection_modifyitems, below): first the tests that
-# neither measure on the session's lab nor read the notebooks, beside the work the session needs that
+# neither measure on the session's lab nor read the notebooks (or whose clocks hold on a busy
+# machine: times_nothing), beside the work the session needs that
 # measures nothing (the course's solutions, the secured and portable books, site builds, chapter 10's
 # npm ci and go build, the chapters that time nothing), started at once in queues; then the notebooks,
 # once the work a clock decides is done, with only lowest-priority work beside them (LOWERED_FIXTURES,

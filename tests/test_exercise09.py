@@ -15,11 +15,6 @@ from pipelab.course import exercises
 from pipelab.course.exercises import NotSolved
 from pipelab.course.exercises.ex09 import DeleteRun
 
-# The check is built for a trainee's busy laptop: a command the machine paused is told from one long by
-# design, and a run is repeated before blaming one. So these run beside the work before the notebooks, on
-# the session's Redis, which no notebook reads yet.
-pytestmark = pytest.mark.times_nothing
-
 EX09_SCRIPT = """local deleted, cursor = 0, '0'
 repeat
   local page = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
