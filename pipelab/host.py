@@ -173,6 +173,20 @@ def threads_under(pid: int) -> list[int]:
     return tids
 
 
+def traced(pid: int, all_threads: bool = True) -> bool:
+    """Whether a tracer holds `pid`: its main thread, or every one of its threads (TracerPid in each
+    /proc/<pid>/task/<tid>/status); False once it has ended."""
+    _need(PROC)
+    for tid in _threads(pid) if all_threads else [pid]:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as status:
+                if not any(line.startswith("TracerPid:") and line.split()[1] != "0" for line in status):
+                    return False
+        except OSError:  # a thread that ended meanwhile holds nothing back
+            continue
+    return bool(_threads(pid))
+
+
 def process_name(pid: int | str) -> str:
     """The command name the kernel keeps for `pid` (/proc/<pid>/comm)."""
     _need(PROC)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -168,28 +169,36 @@ def launch(alias: str) -> dict:
     names. JBang's own launcher is a JVM start of about a second per run, so both are kept in JBang's
     cache and asked for again only when launch_key changes or a jar they name is gone."""
     store, key = cache_dir() / LAUNCHES, launch_key(alias)
-    try:
-        known = json.loads(store.read_text())
-    except (OSError, ValueError):  # none yet, or cut short
-        known = {}
-    valid = {k: v for k, v in known.items() if all(Path(jar).exists() for jar in v.get("jars", []))}
-    if key in valid:
-        return valid[key]
+    if key in (known := _launches(store)):
+        return known[key]
     printed = _from_jar([alias, ARGS_MARK]).stdout.strip()
     if not printed.endswith(" " + ARGS_MARK):
         raise LabError(f"jbang {alias} printed no java command to run: {failure_line(printed)}")
     command = printed.removesuffix(" " + ARGS_MARK)
     words = shlex.split(command)
     jars = [j for i, w in enumerate(words[:-1]) if w in ("-classpath", "-cp") for j in words[i + 1].split(os.pathsep)]
-    valid[key] = {"command": command, "jars": jars}
+    learned = {"command": command, "jars": jars}
     try:
         store.parent.mkdir(parents=True, exist_ok=True)
-        part = store.with_suffix(f".{os.getpid()}.part")  # notebooks and the course may write at once
-        part.write_text(json.dumps(valid, indent=1))
-        part.replace(store)
+        # Notebooks, the course and the tests learn launches at once: each adds its own to what the
+        # store holds by then, one at a time, so that none is lost.
+        with open(store.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            part = store.with_suffix(f".{os.getpid()}.part")
+            part.write_text(json.dumps(_launches(store) | {key: learned}, indent=1))
+            part.replace(store)
     except OSError:  # a cache that cannot be written costs a JVM start next time, nothing else
         pass
-    return valid[key]
+    return learned
+
+
+def _launches(store: Path) -> dict:
+    """The launches the store keeps whose jars are all still there."""
+    try:
+        known = json.loads(store.read_text())
+    except (OSError, ValueError):  # none yet, or cut short
+        return {}
+    return {k: v for k, v in known.items() if all(Path(jar).exists() for jar in v.get("jars", []))}
 
 
 def ready() -> str:

@@ -114,6 +114,9 @@ def parse_strace_summary(text: str) -> dict[str, int]:
     return calls
 
 
+ATTACH_S = 10  # how long strace may take to attach on a busy machine
+
+
 @contextmanager
 def strace_count(pid: int, *, all_threads: bool = True, only: str | None = None):
     """Count the system calls of `pid` while the block runs: all its threads, or its main thread only
@@ -127,13 +130,20 @@ def strace_count(pid: int, *, all_threads: bool = True, only: str | None = None)
     )
     with tempfile.NamedTemporaryFile("r", suffix=".strace") as out:
         proc = subprocess.Popen(argv + ["-o", out.name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        time.sleep(0.3)  # let strace attach before the work starts
+        # The work starts once the kernel says strace holds the threads: a fixed wait once counted nothing.
+        deadline = time.monotonic() + ATTACH_S
+        while proc.poll() is None and not host.traced(pid, all_threads) and time.monotonic() < deadline:
+            time.sleep(0.02)
         if proc.poll() is not None:
             reason = (proc.stderr.read() or "").strip().splitlines()
             raise StraceUnavailable(
                 f"strace cannot attach to pid {pid}: {reason[-1] if reason else 'no reason given'}"
                 " (ptrace not permitted here)"
             )
+        if not host.traced(pid, all_threads):
+            proc.kill()
+            proc.wait()
+            raise StraceUnavailable(f"strace did not attach to pid {pid} within {ATTACH_S} s (the machine is busy)")
         result: dict[str, int] = {}
         try:
             yield result

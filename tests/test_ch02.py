@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
-import time
-from pathlib import Path
 
 import matplotlib
 import pytest
@@ -68,25 +65,12 @@ def test_strace_counts_the_servers_reads(lab):
     assert pid, "the session's embedded server is a local process"
     try:
         with observe.strace_count(pid) as calls:
-            # strace_count waits a fixed 0.3 s for strace to attach: on a busy machine it once had not
-            # yet, and counted nothing. The kernel says when a tracer holds the server.
-            assert traced_within(pid, 10), "strace did not attach to the server within 10 s"
             ch02.set_in_batches(r, 500, 1)
     except observe.StraceUnavailable as err:
         unavailable(str(err))
     # One read and one write per command. strace is stopped as the last reply arrives, so a busy
     # machine can lose a call at the end (499 writes of 500, once).
     assert calls.get("read", 0) >= 495 and calls.get("write", 0) >= 495, calls
-
-
-def traced_within(pid: int, seconds: float) -> bool:
-    """Whether a tracer holds `pid` (/proc/PID/status's TracerPid) within `seconds`."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if re.search(r"^TracerPid:\s*[1-9]", Path(f"/proc/{pid}/status").read_text(), re.MULTILINE):
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_redis_benchmark_gives_a_rate_for_a_lab_key(lab):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -187,3 +188,21 @@ def test_a_known_launch_starts_no_jvm_and_one_whose_jar_is_gone_is_asked_for_aga
     jar.unlink()
     jbang.launch("ch01-ping")
     assert asked == ["ch01-ping", "ch01-ping"], "a command naming a jar that is gone is not run"
+
+
+def test_two_processes_learning_launches_at_once_keep_both(tmp_path, monkeypatch):
+    jar = tmp_path / "PingBench.jar"
+    jar.write_bytes(b"")
+    store = tmp_path / "cache" / jbang.LAUNCHES
+
+    def launcher(args):  # while this process asks JBang, another one stores the launch it learned
+        store.parent.mkdir(exist_ok=True)
+        store.write_text(json.dumps({"learned-elsewhere": {"command": "java Other", "jars": [str(jar)]}}))
+        return subprocess.CompletedProcess(args, 255, f"/usr/bin/java -classpath {jar} PingBench {args[1]}\n", "")
+
+    monkeypatch.setenv("JBANG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(jbang, "require_jdk", lambda: "/usr/bin/java")
+    monkeypatch.setattr(jbang, "_from_jar", launcher)
+    monkeypatch.setattr(jbang.shutil, "which", lambda name: None)
+    jbang.launch("ch01-ping")
+    assert set(json.loads(store.read_text())) == {"learned-elsewhere", jbang.launch_key("ch01-ping")}

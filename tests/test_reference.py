@@ -279,13 +279,19 @@ def test_the_reference_run_times_its_parts_for_the_readme(tmp_path, monkeypatch)
     first = book.notebooks()[0]
     inputs.record(first, inputs.last_run(first) | {"seconds": 52.6})
     (tmp_path / "build" / reference.TEST_TIME).write_text(json.dumps({"seconds": 581, "measured_at": "2026-11-24"}))
-    reference.save_timings(book_s=800.4, site_s=15.2, target=tmp_path / "ref")
-    summary = results.load(reference.TIMINGS, tmp_path / "ref")["summary"]
+    reference.record_book_time(800.4)  # a `make book` that measured every chapter
+    reference.save_timings(site_s=15.2, target=tmp_path / "ref")
+    made = results.load(reference.TIMINGS, tmp_path / "ref")
+    summary = made["summary"]
     assert summary["ch01_s"]["text"] == "53 s" and summary["ch02_s"]["value"] is None, "a run that recorded no time"
     assert (summary["book_s"]["value"], summary["book_min"]["value"], summary["test_s"]["value"]) == (800, 13.3, 581)
-    reference.save_timings(target=tmp_path / "ref")  # FROM_RESULTS: nothing timed
+    assert made["params"]["book_measured_at"] and made["params"]["kept_from_the_last_run"] == []
+    # FROM_RESULTS on a machine whose build has no whole run: the reference keeps what it had.
+    (tmp_path / "build" / reference.BOOK_TIME).unlink()
+    reference.save_timings(target=tmp_path / "ref")
     again = results.load(reference.TIMINGS, tmp_path / "ref")
     assert again["summary"]["book_s"]["value"] == 800 and "book_s" in again["params"]["kept_from_the_last_run"]
+    assert again["summary"]["site_s"]["value"] == 15 and "site_s" in again["params"]["kept_from_the_last_run"]
     readme = reference.with_values("took {{ book/timings#book_s }} in all", tmp_path / "ref")
     assert readme == "took <span><!--{{ book/timings#book_s }}-->800 s</span> in all"
 

@@ -110,7 +110,8 @@ def run_notebooks(
     session_env: dict, quick: bool, only: list[str] | None = None, *, server: str | None = None, fresh: bool = True
 ) -> list[Path]:
     """Execute the notebooks; with `server` (the server's identity) and not `fresh`, a chapter whose
-    inputs are unchanged since its last run keeps its results and is not measured again."""
+    inputs are unchanged since its last run keeps its results and is not measured again. Returns the
+    executed notebooks of the chapters it measured."""
     attach_kernels(session_env)
     # The kernels (and the JVMs they start) read quick mode here too: no extra rounds in measure.
     before = os.environ.get("PIPELAB_QUICK")
@@ -156,7 +157,6 @@ def _run_each(quick: bool, only: list[str] | None, server: str | None, fresh: bo
                     flush=True,
                 )
                 board.keep(i)
-                done.append(notebooks_out_dir() / source.name)
                 continue
             # A chapter's results are all rewritten by its run: none left over from an older version of it.
             shutil.rmtree(results_dir() / f"ch{source.name[:2]}", ignore_errors=True)

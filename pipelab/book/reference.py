@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .. import envinfo, paths, results
@@ -20,6 +21,7 @@ from . import build, inputs, markers
 SOURCES = "sources.json"  # beside the chapters' folders: what each chapter's reference run was made from
 TIMINGS = "book/timings"  # how long the reference run's parts took, for the README
 TEST_TIME = "test-time.json"  # in build/: the last whole `make test` (tests/conftest.py writes it)
+BOOK_TIME = "book-time.json"  # in build/: the last run that measured every chapter at full size (record_book_time)
 
 
 def with_values(markdown: str, reference: Path | None = None) -> str:
@@ -137,12 +139,27 @@ def stale_chapters(reference: Path | None = None) -> dict[str, list[str]]:
     return {chapter: changed for chapter, changed in stale.items() if changed}
 
 
-def save_timings(book_s: float | None = None, site_s: float | None = None, target: Path | None = None) -> Path:
-    """The reference run's times as a results file (TIMINGS): each chapter's (recorded by its run),
-    the whole measuring run and the site when this command made them, and the last whole `make test`
-    on this machine when there was one. The README's figures read it, like the prose's."""
+def record_book_time(seconds: float) -> None:
+    """How long measuring every chapter at full size took (`make book` that ran them all, or `make
+    reference`), for the README: save_timings reads the last one, as it reads the last `make test`."""
+    target = paths.build_dir() / BOOK_TIME
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(
+        json.dumps({"seconds": round(seconds), "measured_at": datetime.now(UTC).isoformat(timespec="seconds")})
+    )
+
+
+def _last(name: str) -> dict:
+    return json.loads(path.read_text()) if (path := paths.build_dir() / name).exists() else {}
+
+
+def save_timings(site_s: float | None = None, target: Path | None = None) -> Path:
+    """The reference run's times as a results file (TIMINGS): each chapter's (recorded by its run), the
+    last run on this machine that measured every chapter, the site when this command built it, and the
+    last whole `make test`. The README's figures read it, like the prose's."""
     summary = {f"{chapter}_s": _whole_seconds(_seconds(chapter)) for chapter in chapters()}
-    tests = json.loads(test_time.read_text()) if (test_time := paths.build_dir() / TEST_TIME).exists() else {}
+    tests, whole = _last(TEST_TIME), _last(BOOK_TIME)
+    book_s = whole.get("seconds")
     summary |= {
         "book_s": _whole_seconds(book_s),
         "site_s": _whole_seconds(site_s),
@@ -156,7 +173,11 @@ def save_timings(book_s: float | None = None, site_s: float | None = None, targe
     return results.save(
         TIMINGS,
         environment={"cpu_count": os.cpu_count(), "cpu_model": envinfo.cpu_model()},
-        params={"tests_measured_at": tests.get("measured_at"), "kept_from_the_last_run": kept},
+        params={
+            "tests_measured_at": tests.get("measured_at"),
+            "book_measured_at": whole.get("measured_at"),
+            "kept_from_the_last_run": kept,
+        },
         summary=summary,
         base=target or paths.reference_dir(),
     )
