@@ -52,6 +52,7 @@ def test_on_linux_each_answer_is_what_the_harness_read_before():
     assert "libc" in host.mappings(os.getpid())
     assert host.threads_cpu_s(os.getpid(), "") > 0, "this process's threads have used some CPU"
     assert host.threads_cpu_s(os.getpid(), "no-such-thread") == 0
+    assert not host.traced(os.getpid()) and not host.traced(os.getpid(), all_threads=False), "nothing traces pytest"
     range_file = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text()
     assert host.ephemeral_low() == cluster.ephemeral_low() == int(range_file.split()[0])
     models = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
@@ -70,6 +71,7 @@ def test_portable_mode_makes_every_facility_unavailable_in_one_sentence(portable
             lambda: host.context_switches(),
             lambda: host.mappings(os.getpid()),
             lambda: host.threads_cpu_s(os.getpid(), ""),
+            lambda: host.traced(os.getpid()),
             lambda: host.cpu_model(),
             lambda: host.ephemeral_low(),
         ],
