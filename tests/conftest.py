@@ -11,7 +11,6 @@ import sys
 import textwrap
 import time
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -470,17 +469,8 @@ def pytest_sessionfinish(session, exitstatus):
         and session.config.args in ([], ["tests"], [str(REPO / "tests")])
     )
     if whole and exitstatus == 0 and session.testscollected:
-        target = REPO / "build" / reference.TEST_TIME
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(
-            json.dumps(
-                {
-                    "seconds": round(time.monotonic() - session.started_at),
-                    "tests": session.testscollected,
-                    "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                }
-            )
-        )
+        seconds = time.monotonic() - session.started_at
+        reference.record_time(reference.TEST_TIME, seconds, REPO / "build", tests=session.testscollected)
 
 
 # Every test gets one of three markers from the fixtures it uses, so `make check` can run the fast set:

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from pipelab.chapters.ch04.instruments import last_slowlog_id
 from pipelab.course import exercises
 from pipelab.course.exercises import NotSolved
 from pipelab.course.exercises.ex09 import DeleteRun
@@ -125,8 +126,7 @@ def test_ex09_takes_a_paused_call_among_many_for_the_machine(lab, capsys):
             pauser = None
             if not seen and tries < 20:
                 tries += 1
-                newest = client.slowlog_get(1)
-                last_id = newest[0]["id"] if newest else -1
+                last_id = last_slowlog_id(client)
                 pauser = threading.Thread(target=pause)
                 pauser.start()
                 go.set()

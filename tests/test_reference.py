@@ -279,7 +279,7 @@ def test_the_reference_run_times_its_parts_for_the_readme(tmp_path, monkeypatch)
     first = book.notebooks()[0]
     inputs.record(first, inputs.last_run(first) | {"seconds": 52.6})
     (tmp_path / "build" / reference.TEST_TIME).write_text(json.dumps({"seconds": 581, "measured_at": "2026-11-24"}))
-    reference.record_book_time(800.4)  # a `make book` that measured every chapter
+    reference.record_time(reference.BOOK_TIME, 800.4)  # a `make book` that measured every chapter
     reference.save_timings(site_s=15.2, target=tmp_path / "ref")
     made = results.load(reference.TIMINGS, tmp_path / "ref")
     summary = made["summary"]

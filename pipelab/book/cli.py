@@ -36,7 +36,7 @@ def chapter_prefixes(text: str | None) -> list[str] | None:
 
 def measure(*, quick: bool, only: list[str] | None, fresh: bool) -> None:
     """Execute the chapter notebooks against a session the lab starts (or REDIS_URL's); a run that
-    measured every chapter at full size records how long it took (reference.record_book_time)."""
+    measured every chapter at full size records how long it took (reference.record_time)."""
     started = time.monotonic()
     jbang.require_jdk()
     jbang.ready()  # fetch JBang now, not in the middle of a notebook
@@ -50,7 +50,7 @@ def measure(*, quick: bool, only: list[str] | None, fresh: bool) -> None:
         )
         ran = book.run_notebooks(session.env(), quick=quick, only=only, server=session.server_identity(), fresh=fresh)
     if not quick and len(ran) == len(book.notebooks()):
-        reference.record_book_time(time.monotonic() - started)
+        reference.record_time(reference.BOOK_TIME, time.monotonic() - started)
 
 
 def _print_claims() -> None:

@@ -21,7 +21,7 @@ from . import build, inputs, markers
 SOURCES = "sources.json"  # beside the chapters' folders: what each chapter's reference run was made from
 TIMINGS = "book/timings"  # how long the reference run's parts took, for the README
 TEST_TIME = "test-time.json"  # in build/: the last whole `make test` (tests/conftest.py writes it)
-BOOK_TIME = "book-time.json"  # in build/: the last run that measured every chapter at full size (record_book_time)
+BOOK_TIME = "book-time.json"  # in build/: the last run that measured every chapter at full size (record_time)
 
 
 def with_values(markdown: str, reference: Path | None = None) -> str:
@@ -139,14 +139,14 @@ def stale_chapters(reference: Path | None = None) -> dict[str, list[str]]:
     return {chapter: changed for chapter, changed in stale.items() if changed}
 
 
-def record_book_time(seconds: float) -> None:
-    """How long measuring every chapter at full size took (`make book` that ran them all, or `make
-    reference`), for the README: save_timings reads the last one, as it reads the last `make test`."""
-    target = paths.build_dir() / BOOK_TIME
+def record_time(name: str, seconds: float, build_dir: Path | None = None, **extra) -> None:
+    """How long the last whole run of a kind took, for the README (save_timings reads it): BOOK_TIME, a
+    `make book` or `make reference` that measured every chapter at full size; TEST_TIME, a green `make
+    test` of every test (tests/conftest.py, into the repository's build/, not the session's)."""
+    target = (build_dir or paths.build_dir()) / name
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(
-        json.dumps({"seconds": round(seconds), "measured_at": datetime.now(UTC).isoformat(timespec="seconds")})
-    )
+    measured_at = datetime.now(UTC).isoformat(timespec="seconds")
+    target.write_text(json.dumps({"seconds": round(seconds), **extra, "measured_at": measured_at}))
 
 
 def _last(name: str) -> dict:

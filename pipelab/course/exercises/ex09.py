@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import redis
 
 from ... import observe
+from ...chapters.ch04.instruments import last_slowlog_id
 from ...lab import Lab
 from ...server import EmbeddedRedis, free_port
 from .common import _call, _fail, _prefix, _solved, _values
@@ -204,8 +205,7 @@ def _name(entry: dict) -> str:
 
 
 def _run(admin: redis.Redis, handed: redis.Redis, trips: _RoundTrips, delete_matching: Callable) -> DeleteRun:
-    newest = admin.slowlog_get(1)
-    last_id = newest[0]["id"] if newest else -1
+    last_id = last_slowlog_id(admin)
     before = observe.command_calls(admin)
     trips.trips, trips.by_name = 0, Counter()
     start = time.perf_counter()
