@@ -9,11 +9,13 @@ from pipelab.errors import LabError
 from pipelab.results import quantity
 
 
-def tree(root, figures: dict, samples=(1.0, 1.1, 0.9), probe=None):
+def tree(root, figures: dict, samples=(1.0, 1.1, 0.9), probe=None, cpu=None):
     (root / "ch01").mkdir(parents=True)
-    doc = {"summary": figures, "measurements": [{"label": "m", "samples_s": list(samples)}]}
+    doc = {"summary": figures, "measurements": [{"label": "m", "samples_s": list(samples)}], "environment": {}}
     if probe:
-        doc["environment"] = {"probe": probe}
+        doc["environment"]["probe"] = probe
+    if cpu:
+        doc["environment"] |= {"cpu_model": cpu, "cpu_count": 2}
     (root / "ch01" / "ping-10k.json").write_text(json.dumps(doc))
     return root
 
@@ -57,6 +59,18 @@ def test_agreement_counts_agreeing_figures_and_names_every_flip(tmp_path, capsys
     assert saved["summary"]["within_pct"]["value"] == 50 and saved["summary"]["flips"]["value"] == 1
     assert saved["params"]["per_chapter"][0]["chapter"] == "ch01"
     assert saved["summary"]["probe_ping_us_b_over_a"]["value"] == pytest.approx(1.5)
+
+
+def test_agreement_says_when_the_two_runs_had_different_cpus(tmp_path):
+    figure = {"python_speedup": quantity(20.0, "x")}
+    text, figures = agreement.report(
+        str(tree(tmp_path / "a", figure, cpu="AMD EPYC")), str(tree(tmp_path / "b", figure, cpu="Intel Xeon"))
+    )
+    assert (
+        figures["machines"] == ("AMD EPYC (2 CPUs)", "Intel Xeon (2 CPUs)") and "different CPUs" in text.splitlines()[0]
+    )
+    text, _ = agreement.report(str(tmp_path / "a"), str(tmp_path / "a"))
+    assert "different CPUs" not in text
 
 
 def test_agreement_refuses_a_tree_without_results_in_one_sentence(tmp_path):

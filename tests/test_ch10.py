@@ -187,6 +187,25 @@ def test_the_curves_summary_sets_the_auto_pipelined_mode_against_the_plain_one()
     assert "ioredis (Node.js)" in table and "12.0 µs" in table
 
 
+def test_a_points_figures_carry_the_interval_of_their_samples():
+    noisy, plain = made_up_curve()[2:4]  # ioredis auto, 1 and 256 callers
+    noisy.samples = [0.1, 0.11, 0.12]
+    noisy.params |= {
+        "p99_us_rounds": [150, 210, 180],
+        "cmds_per_read_rounds": [1, 1, 1],
+        "client_cpu_s": [0.01, 0.02, 0.03],
+    }
+    s = chapter.auto_summary(chapter.auto_points([noisy, plain]))
+    p99, cpu = s["ioredis_auto_r0_c1_p99"], s["ioredis_auto_r0_c1_cpu"]
+    assert p99["value"] == 180 and p99["interval"][0] <= 180 <= p99["interval"][1] and p99["interval"][1] > 180
+    assert cpu["value"] == 20 and cpu["interval"][0] < 20 < cpu["interval"][1]  # 0.02 s for 1,000 GETs
+    assert "interval" in s["ioredis_auto_r0_c1_cpr"] and "interval" not in s["ioredis_auto_r0_c256_cpr"]
+    assert s["ioredis_auto_r0_c256_p99"]["value"] == 8_000 and "interval" not in s["ioredis_auto_r0_c256_p99"]
+    gain = s["ioredis_auto_r0_gain"]
+    assert gain["interval"][0] < gain["value"] < gain["interval"][1]  # the one-caller samples spread
+    assert f"180 µs ({p99['interval_text']})" in chapter.auto_table(chapter.auto_points([noisy, plain]))
+
+
 def test_the_curve_is_drawn_from_the_saved_document():
     fig = auto.auto_plot({"measurements": made_up_curve()})
     ops, p99 = fig.axes  # a column per RTT measured: one here

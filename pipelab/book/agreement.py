@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,6 +122,15 @@ def probe_drift(a: dict[str, dict], b: dict[str, dict]) -> dict[str, list[float]
     return out
 
 
+def machine(run: dict[str, dict]) -> str:
+    """The CPU model and count its results files recorded, the most common first where they differ."""
+    seen = Counter(
+        f"{env.get('cpu_model') or 'an unrecorded CPU'} ({env.get('cpu_count', '?')} CPUs)"
+        for env in (doc.get("environment") or {} for doc in run.values())
+    )
+    return "; ".join(seen) if seen else "no record"
+
+
 def steady_files(a: dict[str, dict], b: dict[str, dict]) -> set[str]:
     """The results files whose two runs' probes all agree within ±15%: the machine held still."""
     return {
@@ -219,7 +229,14 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
         "drift": {k: (statistics.median(v), min(v), max(v)) for k, v in drift.items()},
         "steady_within": share([p for p in found if p.name in steady], lambda p: p.factor <= WITHIN),
     }
+    figures["machines"] = (machine(a), machine(b))
     lines = [
+        f"machines: run A on {figures['machines'][0]}, run B on {figures['machines'][1]}"
+        + (
+            ""
+            if figures["machines"][0] == figures["machines"][1]
+            else "; different CPUs: their times differ with the machine, ratios of things timed in turns less so"
+        ),
         f"figures compared: {len(found)}",
         f"  within ±{WITHIN - 1:.0%}: {_pct(figures['within'])}",
         f"  of them timings and rates (no counts), within ±{WITHIN - 1:.0%}: {_pct(figures['measured_within'])}",

@@ -20,8 +20,10 @@
 //
 // Modes are "<client>_c<callers>", e.g. ioredis_auto_c16; read their fields: client ("ioredis",
 // "node-redis", "GLIDE (Node)"), mode ("off", "auto", "default"), callers, rtt_ms (as passed: the harness
-// sets it on its proxy), p50_us, p99_us (per GET, over the recorded samples), reads (per sample),
-// cmds_per_read, cpu_us_per_op (this process's CPU, every thread, per GET). If GLIDE's native
+// sets it on its proxy), p50_us, p99_us (per GET, over the recorded samples; each sample's own in
+// p50_us_rounds, p99_us_rounds), reads (per sample),
+// cmds_per_read (median; each sample's in cmds_per_read_rounds), cpu_us_per_op (this process's
+// CPU, every thread, per GET). If GLIDE's native
 // package cannot load here, facts.glide_note says why and its modes are left out.
 //
 //   npm ci && node auto.mjs [host] [port] [pointMs] [repeat] [warmup] callers rttMs [valueBytes] [bigBytes] [holdMs] [readers]
@@ -117,20 +119,30 @@ async function curve(s, report, control, clients, p) {
       const perCaller = Math.max(1, Math.round((rate * p.pointMs) / 1e3 / count));
       ops[name] = perCaller * count;
       latencies[name] = [];
-      tasks[name] = () => callers(client, count, (done) => done >= perCaller, latencies[name]);
+      // Each recorded sample's latencies apart: a quantile per sample gives the quantile's interval.
+      tasks[name] = async () => {
+        const round = [];
+        await callers(client, count, (done) => done >= perCaller, round);
+        latencies[name].push(round);
+      };
     }
     const timed = await lab.interleaved(tasks, { repeat: s.repeat, warmup: 0, control });
     for (const [name, timing] of Object.entries(timed)) {
       const way = name.slice(0, name.lastIndexOf("_c"));
       const ratios = timing.server.map((x) => (x.calls.GET || 0) / Math.max(1, x.reads));
+      const p50s = latencies[name].map((round) => lab.quantile(round, 0.5));
+      const p99s = latencies[name].map((round) => lab.quantile(round, 0.99));
       const fields = {
         ...FIELDS[way],
         callers: count,
         rtt_ms: p.rttMs,
-        p50_us: lab.quantile(latencies[name], 0.5),
-        p99_us: lab.quantile(latencies[name], 0.99),
+        p50_us: lab.quantile(latencies[name].flat(), 0.5),
+        p99_us: lab.quantile(latencies[name].flat(), 0.99),
+        p50_us_rounds: p50s,
+        p99_us_rounds: p99s,
         reads: lab.median(timing.server.map((x) => x.reads)),
         cmds_per_read: lab.median(ratios),
+        cmds_per_read_rounds: ratios,
         cpu_us_per_op: (lab.median(timing.cpu) / ops[name]) * 1e6,
       };
       report.add(name, fields, ops[name], { ...timing, warm: warm[name] });

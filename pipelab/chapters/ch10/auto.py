@@ -56,6 +56,9 @@ async def callers_get(client, callers: int, seconds: float) -> list[float]:
 # --8<-- [end:glide_callers]
 
 
+QUANTILES = {"p50": 0.5, "p99": 0.99}
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -64,7 +67,7 @@ def percentile(values: list[float], q: float) -> float:
 def glide_point(loop: LoopThread, client, endpoint, callers: int, rtt_ms: float, seconds: float, repeat: int):
     """One point of GLIDE (Python)'s curve: `repeat` time-bounded samples after one warm-up."""
     loop.run(callers_get(client, callers, seconds / 2))  # warm-up, untimed
-    samples, cpu, latencies = [], [], []
+    samples, cpu, latencies, rounds = [], [], [], {"p50": [], "p99": []}
     counters = observe.Counters(endpoint)
     with counters.measure() as delta:
         for _ in range(repeat):
@@ -74,6 +77,8 @@ def glide_point(loop: LoopThread, client, endpoint, callers: int, rtt_ms: float,
             samples.append(wall / len(lat) * OPS_UNIT)
             cpu.append(spent / len(lat) * OPS_UNIT)
             latencies += lat
+            for stat, q in QUANTILES.items():
+                rounds[stat].append(percentile(lat, q) * 1e6)
     counters.close()
     v = delta.values
     return Measurement(
@@ -88,6 +93,8 @@ def glide_point(loop: LoopThread, client, endpoint, callers: int, rtt_ms: float,
             "rtt_ms": rtt_ms,
             "p50_us": percentile(latencies, 0.5) * 1e6,
             "p99_us": percentile(latencies, 0.99) * 1e6,
+            "p50_us_rounds": rounds["p50"],
+            "p99_us_rounds": rounds["p99"],
             "cmds_per_read": v["total_commands_processed"] / max(v["total_reads_processed"], 1),
             "client_cpu_s": cpu,
         },
@@ -239,13 +246,37 @@ def auto_points(*runs) -> list[Measurement]:
     return out
 
 
+# A point's figures besides its rate: (the example's field, its unit). Each is the median over the
+# point's samples of the sample's own value, with its interval, where the example gives them per
+# sample (`<field>_rounds`); otherwise the example's one value, with no interval.
+POINT_STATS = {
+    "p50": ("p50_us", "us", "{:,.0f} µs"),
+    "p99": ("p99_us", "us", "{:,.0f} µs"),
+    "cpr": ("cmds_per_read", "num", "{:.2f}"),
+    "cpu": ("cpu_us_per_op", "us", "{:,.1f} µs"),
+}
+
+
+def _rounds(m: Measurement, stat: str) -> list[float] | None:
+    field = POINT_STATS[stat][0]
+    if rounds := m.params.get(f"{field}_rounds"):
+        return [float(v) for v in rounds]
+    if stat == "cpu" and (cpu := m.params.get("client_cpu_s")):  # each sample's CPU for the point's operations
+        return [c / m.ops * 1e6 for c in cpu]
+    return None
+
+
+def point_stat(m: Measurement, stat: str) -> tuple[float | None, tuple[float, float] | None]:
+    """One of a point's POINT_STATS: (value, 95% interval or None); (None, None) where the example has none."""
+    rounds = _rounds(m, stat)
+    if rounds:
+        return statistics.median(rounds), stats.median_interval(rounds)
+    value = m.params.get(POINT_STATS[stat][0])
+    return (float(value) if value is not None else None), None
+
+
 def cpu_us_per_op(m: Measurement) -> float | None:
-    if m.params.get("cpu_us_per_op") is not None:  # the Node and Go examples give it per operation
-        return float(m.params["cpu_us_per_op"])
-    cpu = m.params.get("client_cpu_s")
-    if not cpu:
-        return None
-    return statistics.median(cpu) / m.ops * 1e6
+    return point_stat(m, "cpu")[0]
 
 
 def series(points: list[Measurement]) -> dict:
@@ -261,22 +292,37 @@ def _us(value) -> str:
     return f"{value:,.0f} µs" if value is not None else "–"
 
 
+def _shown(figure: dict | None) -> str:
+    """A figure as a table cell, its interval after it."""
+    if figure is None:
+        return "–"
+    return figure["text"] + (f" ({figure['interval_text']})" if "interval_text" in figure else "")
+
+
+def point_figures(m: Measurement) -> dict:
+    """A point's figures: `ops` (its rate) and each of POINT_STATS it has, each with its interval."""
+    out = {"ops": rate_figure(m)}
+    for stat, (_, unit, shown) in POINT_STATS.items():
+        value, interval = point_stat(m, stat)
+        if value is not None:
+            out[stat] = quantity(value, unit, shown.format(value), interval)
+            if interval:  # the bounds as precise as the figure
+                out[stat]["interval_text"] = " – ".join(shown.format(bound) for bound in interval)
+    return out
+
+
 def auto_table(points: list[Measurement]) -> str:
     rows = []
     for (client, mode), curve in series(points).items():
         for (rtt, callers), m in sorted(curve.items()):
-            rate, cpr, cpu = rate_figure(m), m.params.get("cmds_per_read"), cpu_us_per_op(m)
+            figures = point_figures(m)
             rows.append(
                 [
                     client if "(" in client else f"{client} ({language(client)})",
                     mode,
                     f"{rtt:g} ms",
                     callers,
-                    rate["text"] + (f" ({rate['interval_text']})" if "interval_text" in rate else ""),
-                    _us(m.params.get("p50_us")),
-                    _us(m.params.get("p99_us")),
-                    f"{cpr:.2f}" if cpr is not None else "–",
-                    f"{cpu:,.1f} µs" if cpu is not None else "–",
+                    *(_shown(figures.get(stat)) for stat in ("ops", *POINT_STATS)),
                 ]
             )
     return md_table(
@@ -309,7 +355,7 @@ def pair_figures(curves: dict) -> dict:
             out[f"{name}_gain_r{rtt:g}_c{callers}"] = gain
             if callers == max(CALLERS):
                 out[f"{name}_gain_r{rtt:g}"] = gain
-            p50a, p50b = fast.params.get("p50_us"), slow.params.get("p50_us")
+            p50a, p50b = point_stat(fast, "p50")[0], point_stat(slow, "p50")[0]
             if callers == min(CALLERS) and p50a and p50b:
                 out[f"{name}_p50_cost_r{rtt:g}"] = quantity(p50a / p50b, "x")
     return out
@@ -330,20 +376,12 @@ def auto_summary(points: list[Measurement]) -> dict:
     }
     for (client, mode), curve in series(points).items():
         for m in curve.values():
-            key, p = point_key(m), m.params
-            out[f"{key}_ops"] = rate_figure(m)
-            for stat in ("p50", "p99"):
-                if p.get(f"{stat}_us") is not None:
-                    out[f"{key}_{stat}"] = quantity(p[f"{stat}_us"], "us", f"{p[f'{stat}_us']:,.0f} µs")
-            if p.get("cmds_per_read") is not None:
-                out[f"{key}_cpr"] = quantity(p["cmds_per_read"], "num", f"{p['cmds_per_read']:.2f}")
-            if (cpu := cpu_us_per_op(m)) is not None:
-                out[f"{key}_cpu"] = quantity(cpu, "us", f"{cpu:,.1f} µs")
+            key = point_key(m)
+            out |= {f"{key}_{stat}": figure for stat, figure in point_figures(m).items()}
         for rtt in {r for r, _ in curve}:
             one, most = curve.get((rtt, min(CALLERS))), curve.get((rtt, max(CALLERS)))
-            if one and most:
-                gain = most.ops_per_s / one.ops_per_s
-                out[f"{slug(client)}_{slug(mode)}_r{rtt:g}_gain"] = quantity(gain, "x")
+            if one and most:  # ops/s at the most callers over at one: one's time over most's, per operation
+                out[f"{slug(client)}_{slug(mode)}_r{rtt:g}_gain"] = ratio_figure(one, most, most.ops / one.ops)
     return out | pair_figures(series(points))
 
 
@@ -366,7 +404,7 @@ def auto_plot(doc: dict) -> Figure:
                 "label": f"{client}, {mode}",
             }
             axes[0][col].plot(xs, [curve[(rtt, c)].ops_per_s for c in xs], **style)
-            p99 = [(c, curve[(rtt, c)].params.get("p99_us")) for c in xs]
+            p99 = [(c, point_stat(curve[(rtt, c)], "p99")[0]) for c in xs]
             p99 = [(c, v / 1e3) for c, v in p99 if v is not None]
             if p99:
                 axes[1][col].plot(*zip(*p99), **style)

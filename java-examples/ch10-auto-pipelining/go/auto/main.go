@@ -17,7 +17,9 @@
 //
 // Modes are <client>_<mode>_c<callers> (goredis_pool_c16); fields: client, mode, callers, rtt_ms
 // (as passed), p50_us and p99_us (per GET, over the samples), reads and commands (per sample),
-// cmds_per_read, connections, cpu_us_per_op (this process's CPU per GET).
+// cmds_per_read, connections, cpu_us_per_op (this process's CPU per GET), and each sample's own
+// p50, p99, CPU per GET and commands per read in p50_us_rounds, p99_us_rounds, cpu_us_per_op_rounds,
+// cmds_per_read_rounds.
 //
 // With holMs > 0 two more parts, on rueidis, run after the curve (facts only):
 //
@@ -198,6 +200,8 @@ func main() {
 			lat             [][]float64
 			tally           lab.Tally
 			conns           int
+			// each sample's own figures, so that the harness can give each figure its interval
+			p50s, p99s, cpuPerOp, cpr []float64
 		}
 		got := map[string]*acc{}
 		for round := 0; round < a.Warmup+a.Repeat; round++ {
@@ -222,7 +226,8 @@ func main() {
 					m.warm = append(m.warm, wall)
 					continue
 				}
-				m.tally.Add(lab.Snapshot(ctx, control).Since(before))
+				delta := lab.Snapshot(ctx, control).Since(before)
+				m.tally.Add(delta)
 				m.conns = max(m.conns, lab.Connections(ctx, control, s.conn))
 				ops := 0
 				for _, l := range lat {
@@ -230,6 +235,10 @@ func main() {
 				}
 				m.wall, m.cpu, m.ops = append(m.wall, wall), append(m.cpu, cpu), append(m.ops, ops)
 				m.lat = append(m.lat, lat...)
+				round := lab.Sorted(lat...)
+				m.p50s, m.p99s = append(m.p50s, lab.Percentile(round, 50)), append(m.p99s, lab.Percentile(round, 99))
+				m.cpuPerOp = append(m.cpuPerOp, cpu/float64(max(1, ops))*1e6)
+				m.cpr = append(m.cpr, float64(delta.Commands)/float64(max(1, delta.Reads)))
 			}
 		}
 		var group []string
@@ -250,7 +259,9 @@ func main() {
 			r.Mode(mode, ops, wall, m.cpu, m.warm, map[string]any{"client": s.client, "mode": s.mode,
 				"callers": n, "rtt_ms": rttMs, "p50_us": lab.Percentile(lat, 50), "p99_us": lab.Percentile(lat, 99),
 				"reads": reads, "commands": commands, "cmds_per_read": float64(commands) / float64(max(1, reads)),
-				"connections": m.conns, "cpu_us_per_op": cpuTotal / float64(max(1, total)) * 1e6})
+				"connections": m.conns, "cpu_us_per_op": cpuTotal / float64(max(1, total)) * 1e6,
+				"p50_us_rounds": m.p50s, "p99_us_rounds": m.p99s, "cpu_us_per_op_rounds": m.cpuPerOp,
+				"cmds_per_read_rounds": m.cpr})
 			group = append(group, mode)
 		}
 		r.Pair(group)
