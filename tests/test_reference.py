@@ -292,8 +292,27 @@ def test_the_reference_run_times_its_parts_for_the_readme(tmp_path, monkeypatch)
     again = results.load(reference.TIMINGS, tmp_path / "ref")
     assert again["summary"]["book_s"]["value"] == 800 and "book_s" in again["params"]["kept_from_the_last_run"]
     assert again["summary"]["site_s"]["value"] == 15 and "site_s" in again["params"]["kept_from_the_last_run"]
+    assert again["params"]["book_measured_at"] == made["params"]["book_measured_at"], "a kept time keeps its date"
+    # Chapter 1 measured again and published beside chapter 2's results as they were: chapter 2 keeps its time.
+    inputs.record(first, inputs.last_run(first) | {"seconds": 61.0})
+    again["summary"]["ch02_s"] = results.quantity(70, "s", "70 s")
+    results.save(
+        reference.TIMINGS, environment={}, params=again["params"], summary=again["summary"], base=tmp_path / "ref"
+    )
+    reference.save_timings(target=tmp_path / "ref", kept_chapters={"ch02"})
+    third = results.load(reference.TIMINGS, tmp_path / "ref")["summary"]
+    assert (third["ch01_s"]["value"], third["ch02_s"]["value"]) == (61, 70)
     readme = reference.with_values("took {{ book/timings#book_s }} in all", tmp_path / "ref")
     assert readme == "took <span><!--{{ book/timings#book_s }}-->800 s</span> in all"
+
+
+def test_only_chapters_whose_results_differ_from_the_reference_count_as_measured_again(tmp_path):
+    source, target = tmp_path / "results", tmp_path / "reference"
+    run_of_every_chapter(source)
+    run_of_every_chapter(target)
+    assert reference.unchanged_chapters(source, target) == set(reference.chapters())
+    results.save("ch03/run", environment={"again": True}, base=source)
+    assert reference.unchanged_chapters(source, target) == set(reference.chapters()) - {"ch03"}
 
 
 def test_every_plot_a_chapter_declares_is_registered():

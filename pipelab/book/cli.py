@@ -76,13 +76,14 @@ def cmd_reference(args) -> int:
     took = {}
     if not args.from_results:
         measure(quick=False, only=None, fresh=True)  # every chapter, full sizes, nothing kept from before
+    kept = reference.unchanged_chapters()  # results not measured again keep their run's time
     names = reference.publish()
     print(f"pipelab: {len(names)} results files of {len(reference.chapters())} chapters copied into {reference_dir()}")
     if not args.from_results:
         started = time.monotonic()
         print(f"pipelab: site built: {book.build_site()}")
         took["site_s"] = time.monotonic() - started
-    reference.save_timings(**took)
+    reference.save_timings(**took, kept_chapters=kept)
     changed = reference.write_values()
     print(f"pipelab: the reference's figures written into {len(changed)} Markdown files for GitHub's readers")
     _print_claims()

@@ -153,11 +153,30 @@ def _last(name: str) -> dict:
     return json.loads(path.read_text()) if (path := paths.build_dir() / name).exists() else {}
 
 
-def save_timings(site_s: float | None = None, target: Path | None = None) -> Path:
-    """The reference run's times as a results file (TIMINGS): each chapter's (recorded by its run), the
+def unchanged_chapters(source: Path | None = None, target: Path | None = None) -> set[str]:
+    """The chapters whose results files in build/results (`source`) are those the reference (`target`)
+    already holds, byte for byte: publishing them again replaces nothing."""
+    source, target = source or paths.results_dir(), target or paths.reference_dir()
+
+    def files(root: Path, chapter: str) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in sorted((root / chapter).glob("*.json"))}
+
+    return {
+        chapter for chapter in chapters() if files(source, chapter) and files(source, chapter) == files(target, chapter)
+    }
+
+
+def save_timings(
+    site_s: float | None = None, target: Path | None = None, kept_chapters: set[str] = frozenset()
+) -> Path:
+    """The reference run's times as a results file (TIMINGS): each chapter's (recorded by its run; for
+    `kept_chapters`, whose reference results were not replaced, the time of the run that made them), the
     last run on this machine that measured every chapter, the site when this command built it, and the
     last whole `make test`. The README's figures read it, like the prose's."""
-    summary = {f"{chapter}_s": _whole_seconds(_seconds(chapter)) for chapter in chapters()}
+    summary = {
+        f"{chapter}_s": _whole_seconds(None if chapter in kept_chapters else _seconds(chapter))
+        for chapter in chapters()
+    }
     tests, whole = _last(TEST_TIME), _last(BOOK_TIME)
     book_s = whole.get("seconds")
     summary |= {
@@ -167,15 +186,16 @@ def save_timings(site_s: float | None = None, target: Path | None = None) -> Pat
         "test_s": _whole_seconds(tests.get("seconds")),
     }
     # `make reference FROM_RESULTS=1` times nothing: what it did not time stays as the last run had it.
-    before = (results.load(TIMINGS, target or paths.reference_dir()) or {}).get("summary", {})
+    last = results.load(TIMINGS, target or paths.reference_dir()) or {}
+    before, dated = last.get("summary", {}), last.get("params", {})
     kept = sorted(key for key, figure in summary.items() if figure["value"] is None and key in before)
     summary |= {key: before[key] for key in kept}
     return results.save(
         TIMINGS,
         environment={"cpu_count": os.cpu_count(), "cpu_model": envinfo.cpu_model()},
-        params={
-            "tests_measured_at": tests.get("measured_at"),
-            "book_measured_at": whole.get("measured_at"),
+        params={  # a time kept from the last run keeps its date
+            "tests_measured_at": dated.get("tests_measured_at") if "test_s" in kept else tests.get("measured_at"),
+            "book_measured_at": dated.get("book_measured_at") if "book_s" in kept else whole.get("measured_at"),
             "kept_from_the_last_run": kept,
         },
         summary=summary,
