@@ -71,6 +71,9 @@ def test_agreement_says_when_the_two_runs_had_different_cpus(tmp_path):
     )
     text, _ = agreement.report(str(tmp_path / "a"), str(tmp_path / "a"))
     assert "different CPUs" not in text
+    mixed = {"a": {"environment": {"cpu_model": "AMD EPYC", "cpu_count": 2}}, "b": {"environment": {}}}
+    mixed["c"] = mixed["a"]
+    assert agreement.machine(mixed) == "AMD EPYC (2 CPUs) in 2 files; an unrecorded CPU (? CPUs) in 1 file"
 
 
 def test_agreement_refuses_a_tree_without_results_in_one_sentence(tmp_path):

@@ -128,7 +128,9 @@ def machine(run: dict[str, dict]) -> str:
         f"{env.get('cpu_model') or 'an unrecorded CPU'} ({env.get('cpu_count', '?')} CPUs)"
         for env in (doc.get("environment") or {} for doc in run.values())
     )
-    return "; ".join(seen) if seen else "no record"
+    if len(seen) > 1:
+        return "; ".join(f"{name} in {n} file{'s' * (n > 1)}" for name, n in seen.most_common())
+    return next(iter(seen), "no record")
 
 
 def steady_files(a: dict[str, dict], b: dict[str, dict]) -> set[str]:

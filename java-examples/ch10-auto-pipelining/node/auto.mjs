@@ -21,10 +21,9 @@
 // Modes are "<client>_c<callers>", e.g. ioredis_auto_c16; read their fields: client ("ioredis",
 // "node-redis", "GLIDE (Node)"), mode ("off", "auto", "default"), callers, rtt_ms (as passed: the harness
 // sets it on its proxy), p50_us, p99_us (per GET, over the recorded samples; each sample's own in
-// p50_us_rounds, p99_us_rounds), reads (per sample),
-// cmds_per_read (median; each sample's in cmds_per_read_rounds), cpu_us_per_op (this process's
-// CPU, every thread, per GET). If GLIDE's native
-// package cannot load here, facts.glide_note says why and its modes are left out.
+// p50_us_rounds, p99_us_rounds), reads (per sample), cmds_per_read (median; each sample's in
+// cmds_per_read_rounds), cpu_us_per_op (this process's CPU, every thread, per GET). If GLIDE's
+// native package cannot load here, facts.glide_note says why and its modes are left out.
 //
 //   npm ci && node auto.mjs [host] [port] [pointMs] [repeat] [warmup] callers rttMs [valueBytes] [bigBytes] [holdMs] [readers]
 //   e.g.  node auto.mjs 127.0.0.1 6379 300 2 1 1,4,16,64,256 0 16 8000000 800 8

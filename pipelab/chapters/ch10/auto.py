@@ -246,7 +246,7 @@ def auto_points(*runs) -> list[Measurement]:
     return out
 
 
-# A point's figures besides its rate: (the example's field, its unit). Each is the median over the
+# A point's figures besides its rate: (the example's field, its unit, how it prints). Each is the median over the
 # point's samples of the sample's own value, with its interval, where the example gives them per
 # sample (`<field>_rounds`); otherwise the example's one value, with no interval.
 POINT_STATS = {
