@@ -67,13 +67,13 @@ def test_agreement_says_when_the_two_runs_had_different_cpus(tmp_path):
         str(tree(tmp_path / "a", figure, cpu="AMD EPYC")), str(tree(tmp_path / "b", figure, cpu="Intel Xeon"))
     )
     assert (
-        figures["machines"] == ("AMD EPYC (2 CPUs)", "Intel Xeon (2 CPUs)") and "different CPUs" in text.splitlines()[0]
+        figures["machines"] == ("AMD EPYC, 2 CPUs", "Intel Xeon, 2 CPUs") and "different CPUs" in text.splitlines()[0]
     )
     text, _ = agreement.report(str(tmp_path / "a"), str(tmp_path / "a"))
     assert "different CPUs" not in text
     mixed = {"a": {"environment": {"cpu_model": "AMD EPYC", "cpu_count": 2}}, "b": {"environment": {}}}
     mixed["c"] = mixed["a"]
-    assert agreement.machine(mixed) == "AMD EPYC (2 CPUs) in 2 files; an unrecorded CPU (? CPUs) in 1 file"
+    assert agreement.machine(mixed) == "AMD EPYC, 2 CPUs (2 files); an unrecorded CPU, ? CPUs (1 file)"
 
 
 def test_agreement_refuses_a_tree_without_results_in_one_sentence(tmp_path):

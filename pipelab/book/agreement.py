@@ -122,15 +122,18 @@ def probe_drift(a: dict[str, dict], b: dict[str, dict]) -> dict[str, list[float]
     return out
 
 
+def distinct(run: dict[str, dict], value, none: str = "–") -> str:
+    """One environment entry over a run's results files: the value, or each distinct value with how
+    many files hold it, most common first. `value` takes an environment and gives the entry or None."""
+    counts = Counter(str(v) for doc in run.values() if (v := value(doc.get("environment") or {})) not in (None, ""))
+    if len(counts) <= 1:
+        return next(iter(counts), none)
+    return "; ".join(f"{v} ({n} file{'s' * (n > 1)})" for v, n in counts.most_common())
+
+
 def machine(run: dict[str, dict]) -> str:
     """The CPU model and count its results files recorded, the most common first where they differ."""
-    seen = Counter(
-        f"{env.get('cpu_model') or 'an unrecorded CPU'} ({env.get('cpu_count', '?')} CPUs)"
-        for env in (doc.get("environment") or {} for doc in run.values())
-    )
-    if len(seen) > 1:
-        return "; ".join(f"{name} in {n} file{'s' * (n > 1)}" for name, n in seen.most_common())
-    return next(iter(seen), "no record")
+    return distinct(run, lambda env: f"{env.get('cpu_model') or 'an unrecorded CPU'}, {env.get('cpu_count', '?')} CPUs")
 
 
 def steady_files(a: dict[str, dict], b: dict[str, dict]) -> set[str]:

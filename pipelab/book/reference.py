@@ -161,9 +161,7 @@ def unchanged_chapters(source: Path | None = None, target: Path | None = None) -
     def files(root: Path, chapter: str) -> dict[str, bytes]:
         return {p.name: p.read_bytes() for p in sorted((root / chapter).glob("*.json"))}
 
-    return {
-        chapter for chapter in chapters() if files(source, chapter) and files(source, chapter) == files(target, chapter)
-    }
+    return {chapter for chapter in chapters() if (made := files(source, chapter)) and made == files(target, chapter)}
 
 
 def save_timings(

@@ -9,7 +9,6 @@ only shows it.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import matplotlib
@@ -256,15 +255,6 @@ def beyond(depth: int = 0) -> str:
     return "\n".join(lines).rstrip()
 
 
-def _distinct(run: dict[str, dict], value) -> str:
-    """One environment entry over a run's results files: the value, or each distinct value with how
-    many files hold it, most common first. `value` takes an environment and gives the entry or None."""
-    counts = Counter(str(v) for doc in run.values() if (v := value(doc.get("environment") or {})) not in (None, ""))
-    if len(counts) <= 1:
-        return next(iter(counts), NONE)
-    return "; ".join(f"{v} ({n} file{'s' * (n > 1)})" for v, n in counts.most_common())
-
-
 def environment(depth: int = 0) -> str:
     """Both runs' environments side by side, each entry taken from every results file of the run."""
     mine, ref = _runs()
@@ -299,7 +289,7 @@ def environment(depth: int = 0) -> str:
     ]
     table = []
     for title, value in rows:
-        yours, theirs = _distinct(mine, value), _distinct(ref, value)
+        yours, theirs = agreement.distinct(mine, value, NONE), agreement.distinct(ref, value, NONE)
         same = NONE if NONE in (yours, theirs) else "yes" if yours == theirs else "**no**"
         table.append([title, yours, theirs, same])
     return results.md_table(["", "Yours", "Reference", "Same?"], table)
