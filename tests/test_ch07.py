@@ -4,10 +4,11 @@ summaries' arithmetic on figures made up for the purpose."""
 from __future__ import annotations
 
 import importlib.metadata
+import statistics
 
 import pytest
 
-from pipelab import Measurement, paths, results
+from pipelab import Measurement, paths, results, stats
 from pipelab.chapters import ch07 as chapter
 from tests.conftest import beyond, saved
 
@@ -145,12 +146,26 @@ def test_on_the_cluster_one_tag_makes_one_mget(ch07):
     assert runs["MGET, one hash tag"].median < runs["pipeline of GETs"].median
 
 
+def _retry_rows(document: dict) -> dict[int, list[float]]:
+    """Each writer count's extra tries per increment, one per repetition, with WATCH."""
+    return {
+        m.params["writers"]: [(row["tries"] - row["increments"]) / row["increments"] for row in m.params["rows"]]
+        for m in document["measurements"]
+        if m.params["mode"] == "WATCH, transaction()"
+    }
+
+
 def test_watch_retries_rise_with_contention_and_keep_the_count(ch07):
     runs = {(m.params["mode"], m.params["writers"]): m for m in saved("ch07/watch")["measurements"]}
-    retries = [chapter.retries_per_increment(runs[("WATCH, transaction()", w)]) for w in chapter.WRITERS]
-    assert retries[0] == 0 and retries[-1] > retries[1], f"retries per increment by writers: {retries}"
+    quick, top = _retry_rows(saved("ch07/watch")), chapter.WRITERS[-1]
+    # One writer never conflicts; eight always do. How much more than two writers is a direction a
+    # quick run's two repetitions of 50 increments cannot settle (one CI run gave 0.85 at two writers,
+    # 0.83 at eight): the reference's three repetitions of 100 settle it, interval clear of interval.
+    assert max(quick[1]) == 0 and statistics.median(quick[top]) > 0, f"extra tries per increment by writers: {quick}"
+    reference = _retry_rows(results.load("ch07/watch", paths.reference_dir()))
+    intervals = [stats.median_interval(reference[w]) for w in chapter.WRITERS[1:]]
+    assert all(low[1] < high[0] for low, high in zip(intervals, intervals[1:])), intervals
     assert all(chapter.lost(runs[("WATCH, transaction()", w)]) == 0 for w in chapter.WRITERS)
-    top = chapter.WRITERS[-1]
     assert chapter.lost(runs[("no WATCH", top)]) > 0, "blind read-modify-write loses increments"
     assert chapter.lost(runs[("WATCH, aborted EXEC sent again", top)]) > 0, "a stale retry loses them too"
     java = saved("ch07/watch-java")["params"]
