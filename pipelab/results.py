@@ -24,6 +24,13 @@ def quantity(value, unit: str, text: str | None = None, interval: tuple[float, f
     return figure
 
 
+def with_interval(figure: dict | None, none: str = "–") -> str:
+    """A figure's text with its 95% interval after it, "554 µs (249 µs – 830 µs)", where it has one."""
+    if figure is None:
+        return none
+    return figure["text"] + (f" ({figure['interval_text']})" if figure.get("interval_text") else "")
+
+
 def format_interval(lo: float, hi: float, unit: str) -> str:
     """Both bounds as the unit prints them, with three significant digits where that would print
     two different bounds the same ("0.300 µs – 0.320 µs", not "0.3 µs – 0.3 µs")."""

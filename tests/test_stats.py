@@ -82,6 +82,8 @@ def test_figures_carry_their_interval_and_ratios_pair_when_they_can():
     assert rate["interval"][0] <= rate["value"] <= rate["interval"][1]
     assert "interval" not in results.quantity(12, "count"), "a count carries none"
     assert "interval" not in results.ratio_figure(Measurement("a", 1, [1.0]), Measurement("b", 1, [2.0]))
+    assert results.with_interval(ratio) == "10.0x (10.0x – 10.0x)"
+    assert results.with_interval(results.quantity(12, "count")) == "12" and results.with_interval(None) == "–"
 
 
 def test_quick_mode_takes_exactly_the_asked_for_rounds_here_and_in_java(monkeypatch):

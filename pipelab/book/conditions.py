@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import paths
+from .. import paths, results
 from . import markers, reference
 
 HELD, NOISE, CONTRADICTED = "held", "within noise", "contradicted"
@@ -159,8 +159,7 @@ def evaluate(condition: str, page: str = "") -> Outcome:
                 ):
                     return Outcome(condition, " and ".join(c.text for c in comparisons), None, page=page)
                 sources.add(from_reference)
-                interval = f" ({figure['interval_text']})" if figure.get("interval_text") else ""
-                shown[f"{term.name}#{term.key}"] = f"{term.key} {figure['text']}{interval}"
+                shown[f"{term.name}#{term.key}"] = f"{term.key} {results.with_interval(figure)}"
             ranges.append(_range(term, figure))
         verdicts.append((comparison, judge(comparison, *ranges), shown))
     states = [state for _, state, _ in verdicts]

@@ -17,7 +17,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from ... import observe, plots, stats
 from ...measure import Measurement
 from ...params import Size
-from ...results import md_table, quantity, rate_figure, ratio_figure
+from ...results import md_table, quantity, rate_figure, ratio_figure, with_interval
 from ..ch07.common import LoopThread
 from ..ch07.glide import glide_client
 from ..ch07.mux import HOL_LIST, HOL_READERS
@@ -292,13 +292,6 @@ def _us(value) -> str:
     return f"{value:,.0f} µs" if value is not None else "–"
 
 
-def _shown(figure: dict | None) -> str:
-    """A figure as a table cell, its interval after it."""
-    if figure is None:
-        return "–"
-    return figure["text"] + (f" ({figure['interval_text']})" if "interval_text" in figure else "")
-
-
 def point_figures(m: Measurement) -> dict:
     """A point's figures: `ops` (its rate) and each of POINT_STATS it has, each with its interval."""
     out = {"ops": rate_figure(m)}
@@ -322,7 +315,7 @@ def auto_table(points: list[Measurement]) -> str:
                     mode,
                     f"{rtt:g} ms",
                     callers,
-                    *(_shown(figures.get(stat)) for stat in ("ops", *POINT_STATS)),
+                    *(with_interval(figures.get(stat)) for stat in ("ops", *POINT_STATS)),
                 ]
             )
     return md_table(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ... import observe
 from ...measure import Measurement
-from ...results import md_table, quantity, rate_figure, ratio_figure
+from ...results import md_table, quantity, rate_figure, ratio_figure, with_interval
 from ..ch01 import delete_keys, ping_one_by_one, ping_pipelined, sadd_keys, sadd_one_by_one, sadd_pipelined
 from .common import LANGUAGES, PREFIX, as_runs, language, slug
 from .parameters import N_EXPLICIT, REPEAT, WARMUP
@@ -126,7 +126,7 @@ def explicit_table(ms: list[Measurement]) -> str:
                 WORKLOADS.get(p["workload"], p["workload"]),
                 f"{m.ops:,}",
                 f"{m.median * 1e3:,.1f} ms",
-                rate["text"] + (f" ({rate['interval_text']})" if "interval_text" in rate else ""),
+                with_interval(rate),
                 f"{per_read:,.1f}" if per_read else "–",
             ]
         )
