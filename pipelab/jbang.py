@@ -14,13 +14,14 @@ import threading
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from tqdm.auto import tqdm
 
 from . import results
 from .errors import LabError
 from .measure import Measurement, repeat_rule, show_progress, stop_reason
-from .paths import REPO, tools_dir
+from .paths import REPO, build_dir, tools_dir
 from .server import PREFIX, Endpoint
 
 JBANG_VERSION = "0.132.1"
@@ -304,6 +305,18 @@ def fact(run: JavaRun | None, name: str, unit: str = "count") -> dict:
     return results.quantity(0, "count", value) if isinstance(value, str) else results.quantity(value, unit)
 
 
+def keep_failure(alias: str, target: Endpoint, stderr: str, stdout: list[str]) -> Path:
+    """All a run that died of an exception printed, in build/logs/jbang-<alias>.log with the password
+    masked: the error names one line, and a rare failure inside a client library needs its stack."""
+    log = build_dir() / "logs" / f"jbang-{alias}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    text = f"== stderr\n{stderr}\n== stdout\n" + "\n".join(stdout) + "\n"
+    if target.password:
+        text = text.replace(target.password, "***").replace(quote(target.password, safe=""), "***")
+    log.write_text(text)
+    return log
+
+
 def parse_result(stdout: str) -> dict:
     lines = [line for line in stdout.splitlines() if line.startswith(RESULT_MARK)]
     if len(lines) != 1:
@@ -345,5 +358,8 @@ def run_example(alias: str, target: Endpoint, *args, cluster: Endpoint | None = 
     if bar is not None:
         bar.close()
     if proc.returncode != 0:
-        raise LabError(f"jbang {alias} exited with {proc.returncode}: {failure_line(stderr or chr(10).join(lines))}")
+        why = failure_line(stderr or chr(10).join(lines))
+        if any(STACK_FRAME.match(line) for line in stderr.splitlines()):
+            why += f" (the whole stack is in {keep_failure(alias, target, stderr, lines)})"
+        raise LabError(f"jbang {alias} exited with {proc.returncode}: {why}")
     return JavaRun(alias, parse_result("\n".join(lines)), [line for line in lines if not line.startswith(RESULT_MARK)])

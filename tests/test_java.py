@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -165,6 +166,32 @@ def test_a_failure_is_told_by_its_cause_not_by_a_stack_frame():
     assert jbang.failure_line(trace) == "Caused by: java.net.SocketTimeoutException: Read timed out"
     assert jbang.failure_line("npm ERR! 404 Not Found\n") == "npm ERR! 404 Not Found"
     assert jbang.failure_line("\n \n") == "no output"
+
+
+def test_a_run_that_dies_of_an_exception_keeps_its_whole_stack_without_the_password(tmp_path, monkeypatch):
+    from urllib.parse import quote
+
+    from pipelab.server import Endpoint
+
+    monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path))
+    monkeypatch.setattr(jbang, "require_jdk", lambda: "java")
+    secret = "p@ss/w rd"
+    # Stands in for the JVM: what an uncaught exception in a client library's thread prints.
+    printed = (
+        f"connecting with {secret} ({quote(secret, safe='')})\n"
+        "java.lang.StringIndexOutOfBoundsException: begin 0, end -1, length 0\n\tat Lib.parse(Lib.java:7)\n"
+    )
+    script = f"import sys; sys.stderr.write({printed!r}); sys.exit(1)"
+    monkeypatch.setattr(jbang, "jbang_argv", lambda args: [sys.executable, "-c", script])
+    with pytest.raises(LabError) as failed:
+        jbang.run_example("ch01-sadd", Endpoint("127.0.0.1", 1, password=secret))
+    log = tmp_path / "logs" / "jbang-ch01-sadd.log"
+    assert str(failed.value) == (
+        "jbang ch01-sadd exited with 1: java.lang.StringIndexOutOfBoundsException: begin 0, end -1, length 0 "
+        f"(the whole stack is in {log})"
+    )
+    kept = log.read_text()
+    assert "at Lib.parse(Lib.java:7)" in kept and "connecting with *** (***)" in kept, kept
 
 
 def test_a_known_launch_starts_no_jvm_and_one_whose_jar_is_gone_is_asked_for_again(tmp_path, monkeypatch):
