@@ -49,7 +49,7 @@ import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.Pipeline;
-import redis.clients.jedis.resps.Slowlog;
+import redis.clients.jedis.util.SafeEncoder;
 
 import pipelab.LettuceSupport;
 
@@ -394,15 +394,20 @@ public class Multiplexed {
     }
 
     static long lastSlowlogId(Jedis control) {
-        List<Slowlog> newest = control.slowlogGet(1);
-        return newest.isEmpty() ? -1 : newest.get(0).getId();
+        List<Object> newest = control.slowlogGetBinary(1);
+        return newest.isEmpty() ? -1 : (Long) ((List<?>) newest.get(0)).get(0);
     }
 
-    /** Slow-log entries newer than `afterId` for `command` (at most the server's slowlog-max-len). */
+    /**
+     * Slow-log entries newer than `afterId` for `command` (at most the server's slowlog-max-len).
+     * Read raw: Jedis's Slowlog parses each entry's client address, and one entry with an empty
+     * address made slowlogGet throw (StringIndexOutOfBoundsException in HostAndPort.from).
+     */
     static long newSlowlogEntries(Jedis control, long afterId, String command) {
-        return control.slowlogGet(1_000).stream()
-                .filter(entry -> entry.getId() > afterId && !entry.getArgs().isEmpty()
-                        && entry.getArgs().get(0).equalsIgnoreCase(command))
+        return control.slowlogGetBinary(1_000).stream()
+                .map(entry -> (List<?>) entry) // id, time, duration, [command, args...], ...
+                .filter(entry -> (Long) entry.get(0) > afterId && !((List<?>) entry.get(3)).isEmpty()
+                        && command.equalsIgnoreCase(SafeEncoder.encode((byte[]) ((List<?>) entry.get(3)).get(0))))
                 .count();
     }
 
