@@ -247,6 +247,9 @@ def test_publishing_copies_every_chapters_results_and_nothing_else(tmp_path, mon
     made_from = json.loads((target / reference.SOURCES).read_text())
     assert made_from["ch06"]["aliases"] == ["ch02-depth", "ch06-cut"]
     assert "java-examples/ch02-system-calls/DepthBench.java" in made_from["ch06"]["java"]
+    results.save("book/weather", environment={}, summary={"slow_pct": {"value": 31}}, base=source)
+    reference.publish(source, target)
+    assert results.load("book/weather", target)["summary"] == {"slow_pct": {"value": 31}}, "the run's weather goes too"
 
 
 def test_the_committed_reference_was_made_from_every_chapters_current_sources():

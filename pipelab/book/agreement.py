@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import paths, results, stats
+from .. import paths, results, stats, weather
 from ..errors import LabError
 from . import conditions, markers
 
@@ -262,6 +262,9 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
                 f"within-run spread (max − min) / median, run {label} ({run}): median {statistics.median(spread):.0%}, "
                 f"90th percentile {percentile(spread, 0.9):.0%}, of {len(spread)} measurements"
             )
+    for label, run in (("A", run_a), ("B", run_b)):
+        if sky := results.load(weather.NAME, resolve(run)):  # the floor under those spreads
+            lines += [f"the machine's own weather, run {label}, {line}" for line in weather.lines(sky)]
     for label, error in (("A", error_a), ("B", error_b)):
         if error:
             lines.append(

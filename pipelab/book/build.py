@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import jbang, results
+from .. import jbang, results, weather
 from ..errors import LabError, not_permitted
 from ..paths import REPO, build_dir, notebooks_out_dir, reference_dir, results_dir
 from . import inputs, progress
@@ -146,6 +146,7 @@ def book_progress(sources: list[Path], quick: bool) -> progress.Progress:
 def _run_each(quick: bool, only: list[str] | None, server: str | None, fresh: bool) -> list[Path]:
     sources = notebooks(only)
     done = []
+    sky = {}  # the machine's weather before the first chapter measured and after the last (not in quick mode)
     with book_progress(sources, quick) as board:
         for i, source in enumerate(sources):
             last = inputs.last_run(source) if server else None
@@ -160,6 +161,8 @@ def _run_each(quick: bool, only: list[str] | None, server: str | None, fresh: bo
                 continue
             # A chapter's results are all rewritten by its run: none left over from an older version of it.
             shutil.rmtree(results_dir() / f"ch{source.name[:2]}", ignore_errors=True)
+            if not quick and not sky:
+                sky["before"] = _weather()
             board.start(i)
             done.append(execute_noting_java(source, {"QUICK": quick}, board))
             took = board.done()
@@ -167,7 +170,19 @@ def _run_each(quick: bool, only: list[str] | None, server: str | None, fresh: bo
                 ran = inputs.runs_log(source).read_text().split()
                 key = inputs.chapter_key(source, quick=quick, server=server, aliases=ran)
                 inputs.record(source, key | {"seconds": round(took, 1)})
+    if sky:
+        sky["after"] = _weather()
+        weather.record(sky)
+        for line in weather.lines(results.load(weather.NAME)):
+            print(f"pipelab: the machine's weather, {line}", flush=True)
     return done
+
+
+def _weather() -> dict[str, list[float]]:
+    print(
+        f"pipelab: timing a fixed loop on each CPU, {weather.SECONDS:.0f} s each: the machine's own weather", flush=True
+    )
+    return weather.measure()
 
 
 def execute_noting_java(source: Path, params: dict, board: progress.Progress | None = None) -> Path:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from .. import host, jbang, proxy
+from .. import host, jbang, placement, proxy, results, weather
 from ..course import timings as course
 from ..errors import LabError, friendly
 from ..lab import Session
@@ -96,6 +96,16 @@ def cmd_agreement(args) -> int:
     if args.save:
         path = agreement.save(figures, args.run_a, args.run_b, figures["rows"])
         print(f"pipelab: saved as {path.relative_to(REPO)} (the method page prints it; commit it)")
+    return 0
+
+
+def cmd_weather(args) -> int:
+    """Time the fixed loop on each CPU now, nothing else of the lab running, and keep it (book/weather)."""
+    placement.pin_clients()  # as a book run is: the series themselves run on each CPU in turn
+    path = weather.record({"alone": weather.measure(args.seconds)})
+    for line in weather.lines(results.load(weather.NAME)):
+        print(f"pipelab: {line}")
+    print(f"pipelab: kept in {path}")
     return 0
 
 
@@ -225,6 +235,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--largest", type=int, default=15, help="how many of the largest moves to list")
     g.add_argument("--save", action="store_true", help="keep the figures beside the reference, for the method page")
     g.set_defaults(func=cmd_agreement)
+    w = sub.add_parser("weather", help="time a fixed loop on each CPU: how steady this machine is by itself")
+    w.add_argument("--seconds", type=float, default=weather.SECONDS, help="per CPU")
+    w.set_defaults(func=cmd_weather)
     m = sub.add_parser(
         "claims",
         help="judge every condition the prose states on the results the site shows (yours, else the reference's)",

@@ -13,7 +13,7 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .. import envinfo, paths, results
+from .. import envinfo, paths, results, weather
 from ..chapters.claims import NOT_MEASURED
 from ..errors import LabError
 from . import build, inputs, markers
@@ -95,6 +95,9 @@ def publish(source: Path | None = None, target: Path | None = None) -> list[str]
         results.path_for(name, target).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(results.path_for(name, source), results.path_for(name, target))
     (target / SOURCES).write_text(json.dumps(made_from, indent=1, sort_keys=True) + "\n")
+    if (sky := results.path_for(weather.NAME, source)).exists():  # the machine's weather around the run
+        results.path_for(weather.NAME, target).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(sky, results.path_for(weather.NAME, target))
     return names
 
 

@@ -1,0 +1,59 @@
+"""The machine's own weather: a fixed loop pinned to each CPU, its two speeds told apart."""
+
+import json
+
+import pytest
+
+from pipelab import placement, weather
+from pipelab.book import agreement, build
+from pipelab.results import quantity
+from tests.test_agreement import tree
+
+
+def two_speeds() -> list[float]:
+    """50 ms loops, with a spell of 5 at 125 ms and one of 2 at 150 ms."""
+    return [50.0] * 40 + [125.0] * 5 + [50.0] * 40 + [150.0] * 2 + [50.0] * 12
+
+
+def test_the_two_speeds_and_their_spells_are_told_apart():
+    d = weather.describe(two_speeds())
+    assert d["fast_ms"] == 50 and d["slow_share"] == pytest.approx(7 / 99)
+    assert d["slowdown"] == pytest.approx(2.5), "the median slow loop over the fast one"
+    assert d["spell_s"] == pytest.approx((0.625 + 0.3) / 2) and d["longest_spell_s"] == pytest.approx(0.625)
+    assert d["spread_median"] == 0, "most windows of 9 fall in the fast speed"
+    assert d["spread_p90"] == pytest.approx(0.6), "the window with the spell's five: (125 − 50) / 125"
+    assert weather.describe([50.0] * 20)["slow_share"] == 0 and weather.describe([50.0] * 20)["spell_s"] == 0
+
+
+def test_the_loop_runs_on_each_cpu_in_turn_and_says_where(tmp_path):
+    sky = weather.measure(0.2)
+    expected = [f"cpu{c}" for c in placement.usable_cpus()] if placement.enabled() else ["any"]
+    assert list(sky) == expected and all(len(times) >= 1 and min(times) > 0 for times in sky.values())
+    doc = json.loads(weather.record({"before": sky, "after": sky}, base=tmp_path).read_text())
+    assert doc["params"]["series_ms"]["before"] == sky
+    assert {f"before_{expected[0]}_slow_pct", f"after_{expected[-1]}_spread_p90_pct", "slow_pct"} <= set(doc["summary"])
+
+
+def test_agreement_prints_each_runs_weather_beside_its_spreads(tmp_path):
+    runs = []
+    for name in ("a", "b"):
+        root = tree(tmp_path / name, {"x_s": quantity(1.0, "s")})
+        weather.record({"before": {"cpu0": two_speeds()}}, base=root)
+        runs.append(str(root))
+    text, _ = agreement.report(*runs)
+    assert "the machine's own weather, run B, before, cpu0: fast 50.0 ms, slow 7% of the time at 2.5x" in text
+    assert "the longest 0.6 s" in text and "90th percentile 60%" in text
+
+
+def test_a_quick_run_times_no_weather_and_a_full_one_brackets_its_chapters(monkeypatch, tmp_path):
+    taken = []
+    monkeypatch.setattr(build, "_weather", lambda: taken.append("loop") or {"cpu0": two_speeds()})
+    monkeypatch.setattr(build, "execute_noting_java", lambda source, params, board=None: taken.append(source.name))
+    monkeypatch.setattr(build.weather, "record", lambda sky: taken.append(sorted(sky)) or tmp_path)
+    monkeypatch.setattr(build.results, "load", lambda name, base=None: {"summary": {}, "params": {"series_ms": {}}})
+    monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path / "build"))
+    build._run_each(quick=True, only=["01"], server=None, fresh=True)
+    assert taken == ["01-round-trip-time.ipynb"]
+    taken.clear()
+    build._run_each(quick=False, only=["01", "02"], server=None, fresh=True)
+    assert taken == ["loop", "01-round-trip-time.ipynb", "02-system-calls.ipynb", "loop", ["after", "before"]]
