@@ -56,12 +56,16 @@ def series(cpu: int | None, seconds: float) -> list[float]:
     return ran["ms"]
 
 
-def describe(times: list[float]) -> dict:
-    """What one CPU's series says: the fast time (its 5th percentile), the share of loops in slow
+def fastest(series_ms: list[list[float]]) -> float:
+    """The fast time: the lowest 5th percentile of the series (a series taken wholly inside a spell has none)."""
+    return min(sorted(times)[len(times) // 20] for times in series_ms)
+
+
+def describe(times: list[float], fast: float | None = None) -> dict:
+    """What one CPU's series says: the fast time (its 5th percentile, or `fast`), the share of loops in slow
     spells and how much slower they ran, how long a spell lasted (median and longest, seconds), and the loop's
     own spread ((max − min) / median) over windows of WINDOW consecutive loops, median and 90th percentile."""
-    ordered = sorted(times)
-    fast = ordered[len(ordered) // 20]
+    fast = fast or fastest([times])
     slow = [t for t in times if t > SLOW * fast]
     spells, length = [], 0.0
     for t in times + [0.0]:  # a last fast one closes a spell still open
@@ -107,12 +111,13 @@ def _figures(prefix: str, d: dict) -> dict:
 
 def record(moments: dict[str, dict[str, list[float]]], base=None):
     """book/weather: every series taken ({"before": {"cpu0": [...], ...}, "after": ...}), each described,
-    and all of them pooled (the figures without a prefix)."""
+    and all of them pooled (the figures without a prefix), each against the fastest series' fast time."""
     summary = {}
+    fast = fastest([times for cpus in moments.values() for times in cpus.values()])  # the same CPUs throughout
     for moment, cpus in moments.items():
         for cpu, times in cpus.items():
-            summary |= _figures(f"{moment}_{cpu}_", describe(times))
-    pooled = [describe(times) for cpus in moments.values() for times in cpus.values()]
+            summary |= _figures(f"{moment}_{cpu}_", describe(times, fast))
+    pooled = [describe(times, fast) for cpus in moments.values() for times in cpus.values()]
     windows = [d for d in pooled if d["spread_median"] is not None]  # none in a series under WINDOW loops
     summary |= {
         "slow_pct": results.quantity(100 * statistics.mean(d["slow_share"] for d in pooled), "%"),

@@ -23,6 +23,10 @@ def test_the_two_speeds_and_their_spells_are_told_apart():
     assert d["spread_median"] == 0, "most windows of 9 fall in the fast speed"
     assert d["spread_p90"] == pytest.approx(0.6), "the window with the spell's five: (125 − 50) / 125"
     assert weather.describe([50.0] * 20)["slow_share"] == 0 and weather.describe([50.0] * 20)["spell_s"] == 0
+    inside = weather.describe([100.0] * 20, fast=weather.fastest([two_speeds(), [100.0] * 20]))
+    assert inside["slow_share"] == 1 and inside["slowdown"] == 2, (
+        "a series wholly in a spell, against the other's speed"
+    )
 
 
 def test_the_loop_runs_on_each_cpu_in_turn_and_says_where(tmp_path):
