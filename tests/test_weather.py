@@ -44,9 +44,12 @@ def test_agreement_prints_each_runs_weather_beside_its_spreads(tmp_path):
         root = tree(tmp_path / name, {"x_s": quantity(1.0, "s")})
         weather.record({"before": {"cpu0": two_speeds()}}, base=root)
         runs.append(str(root))
-    text, _ = agreement.report(*runs)
+    text, figures = agreement.report(*runs)
     assert "the machine's own weather, run B, before, cpu0: fast 50.0 ms, slow 7% of the time at 2.5x" in text
     assert "the longest 0.6 s" in text and "90th percentile 60%" in text
+    saved = json.loads(agreement.save(figures, "a", "b", figures["rows"], target=tmp_path / "ref").read_text())
+    assert saved["summary"]["weather_spread_p90_b_pct"]["value"] == pytest.approx(60), "for the method page's table"
+    assert saved["summary"]["weather_slow_a_pct"]["value"] == pytest.approx(100 * 7 / 99)
 
 
 def test_a_quick_run_times_no_weather_and_a_full_one_brackets_its_chapters(monkeypatch, tmp_path):

@@ -235,6 +235,13 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
         "steady_within": share([p for p in found if p.name in steady], lambda p: p.factor <= WITHIN),
     }
     figures["machines"] = (machine(a), machine(b))
+    skies = [results.load(weather.NAME, resolve(run)) for run in (run_a, run_b)]  # the floor under the spreads
+    for side, sky in zip("ab", skies):
+        figures[f"weather_{side}"] = (
+            {k: sky["summary"][k]["value"] for k in ("slow_pct", "spread_median_pct", "spread_p90_pct")}
+            if sky
+            else None
+        )
     lines = [
         f"machines: run A on {figures['machines'][0]}, run B on {figures['machines'][1]}"
         + (
@@ -262,8 +269,8 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
                 f"within-run spread (max − min) / median, run {label} ({run}): median {statistics.median(spread):.0%}, "
                 f"90th percentile {percentile(spread, 0.9):.0%}, of {len(spread)} measurements"
             )
-    for label, run in (("A", run_a), ("B", run_b)):
-        if sky := results.load(weather.NAME, resolve(run)):  # the floor under those spreads
+    for label, sky in zip("AB", skies):
+        if sky:
             lines += [f"the machine's own weather, run {label}, {line}" for line in weather.lines(sky)]
     for label, error in (("A", error_a), ("B", error_b)):
         if error:
@@ -328,6 +335,8 @@ def save(figures: dict, run_a: str, run_b: str, rows: list[dict], target: Path |
         median, p90 = figures[f"error_{side}"] or (None, None)
         summary[f"error_median_{side}_pct"] = results.quantity(median and 100 * median, "%")
         summary[f"error_p90_{side}_pct"] = results.quantity(p90 and 100 * p90, "%")
+        for key, value in (figures.get(f"weather_{side}") or {}).items():  # pooled over its CPUs, before and after
+            summary[f"weather_{key.removesuffix('_pct')}_{side}_pct"] = results.quantity(value, "%")
     summary["steady_within_pct"] = pct(figures["steady_within"])
     summary["steady_figures"] = results.quantity(figures["steady_within"][1], "count")
     for key, (median, low, high) in figures["drift"].items():
