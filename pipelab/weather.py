@@ -48,8 +48,13 @@ def series(cpu: int | None, seconds: float) -> list[float]:
         )
     except subprocess.TimeoutExpired as e:
         raise LabError(f"The machine's weather loop on CPU {cpu} did not end; is the machine overloaded?") from e
+    except (subprocess.SubprocessError, OSError) as e:  # e.g. pinning to a CPU this process may not use
+        raise LabError(f"The machine's weather loop could not start on CPU {cpu} ({e}).") from e
     if done.returncode:
-        raise LabError(f"The machine's weather loop on CPU {cpu} failed: {done.stderr.strip().splitlines()[-1:]}")
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise LabError(
+            f"The machine's weather loop on CPU {cpu} failed ({last}); run `pipelab weather` to see it alone."
+        )
     ran = json.loads(done.stdout)
     if cpu is not None and ran["cpus"] not in (None, [cpu]):  # a loop that wandered would time both CPUs at once
         raise LabError(f"The machine's weather loop meant for CPU {cpu} ran on CPUs {ran['cpus']}.")

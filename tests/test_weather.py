@@ -6,6 +6,7 @@ import pytest
 
 from pipelab import placement, weather
 from pipelab.book import agreement, build
+from pipelab.errors import LabError
 from pipelab.results import quantity
 from tests.test_agreement import tree
 
@@ -36,6 +37,11 @@ def test_the_loop_runs_on_each_cpu_in_turn_and_says_where(tmp_path):
     doc = json.loads(weather.record({"before": sky, "after": sky}, base=tmp_path).read_text())
     assert doc["params"]["series_ms"]["before"] == sky
     assert {f"before_{expected[0]}_slow_pct", f"after_{expected[-1]}_spread_p90_pct", "slow_pct"} <= set(doc["summary"])
+
+
+def test_a_cpu_the_loop_may_not_use_is_one_sentence():
+    with pytest.raises(LabError, match=r"could not start on CPU 4096 \("):
+        weather.series(4096, 0.1)
 
 
 def test_agreement_prints_each_runs_weather_beside_its_spreads(tmp_path):

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from ...chapters.ch01 import delete_keys
 from ...lab import Lab
-from .common import MIN_SPEEDUP, REPEAT, _call, _fail, _own_keys, _prefix, _solved, _timed, _values
+from .common import MIN_SPEEDUP, REPEAT, _call, _fail, _own_keys, _prefix, _solved, _timed_in_turns, _values
 
 
 def check_ex01(lab: Lab, incr_all: Callable) -> dict:
@@ -45,10 +45,14 @@ def check_ex01(lab: Lab, incr_all: Callable) -> dict:
             for key in loop_keys:
                 client.incr(key)
 
-        print(f"warm-up + {REPEAT} timed runs each, keys cleared before every run:")
-        piped = _timed("incr_all (yours)", lambda: incr_all(client, keys), n, setup=lambda: delete_keys(client, keys))
-        loop = _timed(
-            "one INCR per round trip (the check's loop)", one_by_one, n, setup=lambda: delete_keys(client, loop_keys)
+        print(f"warm-up + {REPEAT} timed rounds, the two in turns, keys cleared before every run:")
+        piped, loop = _timed_in_turns(
+            {
+                "incr_all (yours)": lambda: incr_all(client, keys),
+                "one INCR per round trip (the check's loop)": one_by_one,
+            },
+            n,
+            setup=lambda: delete_keys(client, keys + loop_keys),
         )
     speedup = loop.median / piped.median
     print(f"  speed-up: {speedup:.1f}x (median against median; {MIN_SPEEDUP:.0f}x needed)")

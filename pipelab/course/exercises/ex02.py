@@ -9,8 +9,8 @@ import redis
 
 from ...chapters.ch01 import delete_keys
 from ...lab import Lab
-from ...measure import Measurement, measure
-from .common import MIN_SPEEDUP, REPEAT, _call, _fail, _own_keys, _prefix, _solved, _values
+from ...measure import Measurement
+from .common import MIN_SPEEDUP, REPEAT, _call, _fail, _own_keys, _prefix, _solved, _timed_in_turns, _values
 
 DEPTHS = (1, 10, 100, 1000)
 
@@ -90,16 +90,14 @@ def check_ex02(lab: Lab, set_in_chunks: Callable) -> dict:
             f"{n:,} SETs at depths {', '.join(map(str, DEPTHS))}: every key holds the value, every execute() "
             "sent at most depth commands, and the count returned is right"
         )
-        print(f"warm-up + {REPEAT} timed runs per depth, keys cleared before every run:")
-        for depth in DEPTHS:
-            runs[depth] = measure(
-                f"depth {depth}",
-                lambda depth=depth: set_in_chunks(handed, keys, value, depth),
-                ops=n,
-                repeat=REPEAT,
-                warmup=1,
-                setup=lambda: delete_keys(client, keys),
-            )
+        print(f"warm-up + {REPEAT} timed rounds, the depths in turns, keys cleared before every run:")
+        timed = _timed_in_turns(
+            {f"depth {depth}": lambda depth=depth: set_in_chunks(handed, keys, value, depth) for depth in DEPTHS},
+            n,
+            setup=lambda: delete_keys(client, keys),
+            show=False,
+        )
+        runs = dict(zip(DEPTHS, timed))
     base = runs[1].ops_per_s
     gains = {depth: m.ops_per_s / base for depth, m in runs.items()}
     for depth, m in runs.items():
