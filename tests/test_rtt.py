@@ -12,9 +12,10 @@ def test_single_command_throughput_at_5ms_is_near_the_1_over_rtt_bound(rtt_lab):
         single = rtt_lab.measure("single", lambda: ch01.ping_one_by_one(c, 40), ops=40, repeat=3)
         piped = rtt_lab.measure("piped", lambda: ch01.ping_pipelined(c, 1000), ops=1000, repeat=3)
     bound = 1000 / 5
-    # Never above the bound; below it by what toxiproxy's timers overshoot on a busy VM (each of the
-    # two toxics can sleep a millisecond or more past its 2.5 ms: 8.3 ms round trips were seen).
-    assert 0.5 * bound <= single.ops_per_s <= 1.05 * bound, single
+    # Never above the bound. Below it by what toxiproxy's timers overshoot on a busy VM (8.3 ms round
+    # trips were seen, and 10-12 ms in a slow spell of the host), but not by a wait per command such
+    # as a 40 ms delayed ACK, which would give 25 a second.
+    assert 0.3 * bound <= single.ops_per_s <= 1.05 * bound, single
     assert piped.ops_per_s > 20 * bound, piped  # one RTT per batch of 1,000, not per command
 
 

@@ -25,18 +25,26 @@ final class Ex02Check extends ExerciseCheck {
             throws Exception {
         List<String> keys = LabSupport.keys(EX02_KEYS, EX02.alias(), "key");
         System.out.println(String.format(Locale.ROOT, "Exercise 2: setInChunks on %,d keys at %s, depths %s,"
-                + " a warm-up pass over all depths, then %d timed runs each", EX02_KEYS, s.where(), Arrays.toString(EX02_DEPTHS),
-                REPEAT));
-        // One unrecorded pass over every depth first: timed first and cold (JIT, first use of
-        // each code path), depth 1 would look slower than it is, to the benefit of every other depth.
-        LabSupport.Settings once = new LabSupport.Settings(s.example(), s.host(), s.port(), s.size(), 1, 0);
+                + " a checked warm-up round over all depths, then %d timed rounds of the depths in turns",
+                EX02_KEYS, s.where(), Arrays.toString(EX02_DEPTHS), REPEAT));
+        // Every round runs every depth, so a slow spell of this machine falls on all of them alike, and
+        // the warm-up round runs first: timed first and cold (JIT, first use of each code path), depth 1
+        // would look slower than it is, to the benefit of every other depth.
+        LabSupport.Settings rounds = new LabSupport.Settings(s.example(), s.host(), s.port(), s.size(), REPEAT, 1);
+        AtomicInteger ran = new AtomicInteger();
+        AtomicInteger synced = new AtomicInteger();
+        Map<String, LabSupport.Step> tasks = new LinkedHashMap<>();
         for (int depth : EX02_DEPTHS) {
-            timeDepth(once, jedis, keys, setInChunks, depth);
+            tasks.put(String.valueOf(depth), () -> {
+                ran.set(depth);
+                synced.set(student(EX02, () -> setInChunks.setInChunks(jedis, keys, value(depth), depth)));
+            });
         }
-        LabSupport.Settings timed = new LabSupport.Settings(s.example(), s.host(), s.port(), s.size(), REPEAT, 0);
+        Map<String, LabSupport.Samples> timed = LabSupport.interleaved(rounds,
+                () -> LabSupport.deleteKeys(jedis, keys), tasks, () -> checkDepth(jedis, keys, ran.get(), synced.get()));
         Map<Integer, Double> opsPerSecond = new LinkedHashMap<>();
         for (int depth : EX02_DEPTHS) {
-            List<Double> runs = timeDepth(timed, jedis, keys, setInChunks, depth);
+            List<Double> runs = timed.get(String.valueOf(depth));
             double ops = EX02_KEYS / median(runs);
             opsPerSecond.put(depth, ops);
             System.out.println(String.format(Locale.ROOT, "depth %4d: %,10.0f SETs/s  %,6d pipelines  %s  %.1fx depth 1",
@@ -53,21 +61,19 @@ final class Ex02Check extends ExerciseCheck {
                 EX02_COMPARED_DEPTH, opsPerSecond.get(EX02_COMPARED_DEPTH), gain, opsPerSecond.get(1));
     }
 
-    /** setInChunks at one depth, s.repeat() times on fresh keys, each run's count and keys checked. */
-    private static List<Double> timeDepth(LabSupport.Settings s, Jedis jedis, List<String> keys,
-                                          SetInChunks setInChunks, int depth) throws Exception {
-        String value = "depth-" + depth; // a value per depth, so a run cannot pass on an earlier one's keys
-        AtomicInteger synced = new AtomicInteger();
-        return LabSupport.measure(s, () -> LabSupport.deleteKeys(jedis, keys),
-                () -> synced.set(student(EX02, () -> setInChunks.setInChunks(jedis, keys, value, depth))),
-                () -> {
-                    if (synced.get() != chunks(depth)) {
-                        throw EX02.notSolved(String.format(Locale.ROOT, "at depth %d setInChunks returned %d but"
-                                + " %,d keys in pipelines of at most %d make %,d; sync() after every chunk and return"
-                                + " how many times you synced", depth, synced.get(), EX02_KEYS, depth, chunks(depth)));
-                    }
-                    requireValues(EX02, jedis, keys, value, "after setInChunks at depth " + depth);
-                });
+    /** A value per depth, so a run cannot pass on an earlier one's keys. */
+    private static String value(int depth) {
+        return "depth-" + depth;
+    }
+
+    /** After a run at one depth: the count of syncs it returned, and every key's value. */
+    private static void checkDepth(Jedis jedis, List<String> keys, int depth, int synced) {
+        if (synced != chunks(depth)) {
+            throw EX02.notSolved(String.format(Locale.ROOT, "at depth %d setInChunks returned %d but"
+                    + " %,d keys in pipelines of at most %d make %,d; sync() after every chunk and return"
+                    + " how many times you synced", depth, synced, EX02_KEYS, depth, chunks(depth)));
+        }
+        requireValues(EX02, jedis, keys, value(depth), "after setInChunks at depth " + depth);
     }
 
     /** ceil(keys / depth): the pipelines a chunked job of EX02_KEYS SETs syncs. */

@@ -11,7 +11,7 @@ from ... import observe
 from ...chapters import ch04
 from ...errors import LabError
 from ...lab import Lab
-from ...measure import Measurement, measure, measure_interleaved
+from ...measure import Measurement, measure_interleaved
 from ...server import PREFIX, delete_lab_keys
 
 # exercise: (the function the reader writes, its chapter, the section that explains it)
@@ -94,12 +94,6 @@ def _values(client: redis.Redis, keys: list[str], chunk: int = 1000) -> list:
     for start in range(0, len(keys), chunk):
         pipe.mget(keys[start : start + chunk])
     return [value for values in pipe.execute() for value in values]
-
-
-def _timed(label: str, run: Callable, ops: int, setup: Callable) -> Measurement:
-    m = measure(label, run, ops=ops, repeat=REPEAT, warmup=1, setup=setup)
-    print(f"  {m}")
-    return m
 
 
 def _timed_in_turns(runs: dict[str, Callable], ops: int, setup: Callable, show: bool = True) -> list[Measurement]:

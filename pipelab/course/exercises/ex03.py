@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...lab import Lab
-from .common import REPEAT, _at_server, _call, _fail, _own_keys, _prefix, _solved, _timed
+from .common import REPEAT, _at_server, _call, _fail, _own_keys, _prefix, _solved, _timed_in_turns
 
 
 def _max_reads(commands: int) -> int:
@@ -59,11 +59,15 @@ def check_ex03(lab: Lab, sadd_pipeline: Callable) -> dict:
                 pipe.sadd(tx_key, member)
             pipe.execute()
 
-        print(f"warm-up + {REPEAT} timed runs each:")
-        yours = _timed(
-            "sadd_pipeline (yours)", lambda: sadd_pipeline(client, key, members), n, setup=lambda: client.unlink(key)
+        print(f"warm-up + {REPEAT} timed rounds, the two in turns:")
+        yours, tx = _timed_in_turns(
+            {
+                "sadd_pipeline (yours)": lambda: sadd_pipeline(client, key, members),
+                "the same SADDs with transaction=True": transaction,
+            },
+            n,
+            setup=lambda: client.unlink(key, tx_key),
         )
-        tx = _timed("the same SADDs with transaction=True", transaction, n, setup=lambda: client.unlink(tx_key))
     ratio = tx.median / yours.median
     print(f"  the transaction took {ratio:.2f}x the time of your pipeline")
     _solved(3, f"{n:,} SADDs in a plain pipeline, no MULTI/EXEC; a transaction took {ratio:.2f}x its time")
