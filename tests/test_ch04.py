@@ -110,8 +110,9 @@ def test_a_java_timeout_is_not_a_failure_of_the_work(ch04):
     # time it does not, Redisson writes it again, so a final timeout means every attempt ran it.
     retried_calls, outcome = f["redisson_timeout_default_retry_set_calls"], f["redisson_timeout_default_retry_outcome"]
     if outcome.startswith("RedisResponseTimeoutException"):
-        # Four whole re-sends, and the last attempt as far as it got when Redisson gave up on it.
-        assert 4 * size < retried_calls <= 5 * size, (
+        # Four whole attempts, and the last one as far as it got when Redisson gave up on it: nothing
+        # at all, once, on a slowed host (800,000 SETs for a batch of 200,000).
+        assert 4 * size <= retried_calls <= 5 * size, (
             f"4 retries after the first attempt, each re-sending the batch: {f}"
         )
     else:
