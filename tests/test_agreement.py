@@ -53,12 +53,18 @@ def test_agreement_counts_agreeing_figures_and_names_every_flip(tmp_path, capsys
     assert figures["drift"]["ping_us"][0] == pytest.approx(1.5) and figures["drift"]["cpu_loop_ms"][0] == 1.2
     assert "run B ÷ run A, a PING one by one: median 1.50x" in text
     assert figures["steady_within"] == (0, 0), "the PING probe moved 1.5x: no file held still"
+    # Samples 1.0, 1.1, 0.9 against 1.0, 2.0, 1.5: medians 1.0 and 1.5 are apart, the fastest 0.9 and 1.0 not.
+    assert figures["estimates_within"] == {"median": (0, 1), "fastest": (1, 1)}
+    assert "median 0 of 1 (0%), fastest 1 of 1 (100%)" in text
     assert cli.main(["agreement", str(a), str(b)]) == 0
     assert "direction flips" in capsys.readouterr().out
     saved = json.loads(agreement.save(figures, "a", "b", figures["rows"], target=tmp_path / "ref").read_text())
     assert saved["summary"]["within_pct"]["value"] == 50 and saved["summary"]["flips"]["value"] == 1
     assert saved["params"]["per_chapter"][0]["chapter"] == "ch01"
     assert saved["summary"]["probe_ping_us_b_over_a"]["value"] == pytest.approx(1.5)
+    assert saved["summary"]["measurement_fastest_within_pct"]["value"] == 100
+    assert saved["summary"]["measurement_median_within_pct"]["value"] == 0
+    assert saved["summary"]["measurements"]["value"] == 1
 
 
 def test_agreement_says_when_the_two_runs_had_different_cpus(tmp_path):
@@ -93,3 +99,17 @@ def test_a_direction_the_prose_states_is_one_its_conditions_compare_with_more_or
     assert ("ch07/variadic", "get_cpu_ratio") in stated
     printed_either_way = ("ch06/ceiling", "reply_peak_8_vs_6")
     assert printed_either_way in printed and printed_either_way not in stated, "~ 1 ±25%"
+
+
+def test_measurements_pair_up_by_label_and_place_not_by_their_measured_params():
+    def run(cpu_s):
+        measured = [
+            {"label": "depth", "samples_s": [1.0, 1.0, 1.0], "params": {"client_cpu_s": cpu_s}},
+            {"label": "depth", "samples_s": [2.0, 2.0, 2.0], "params": {"client_cpu_s": cpu_s}},
+            {"label": "short", "samples_s": [1.0, 1.0]},  # too few samples to sum up
+        ]
+        return {"ch02/depth": {"measurements": measured}}
+
+    taken = agreement.samples(run([0.1]))
+    assert taken == {("ch02/depth", "depth", 1): [1.0, 1.0, 1.0], ("ch02/depth", "depth", 2): [2.0, 2.0, 2.0]}
+    assert agreement.estimates_within(run([0.1]), run([0.3])) == {"median": (2, 2), "fastest": (2, 2)}
