@@ -151,6 +151,14 @@ def record(moments: dict[str, dict[str, list[float]]], base=None):
     )
 
 
+def keep(moments: dict[str, dict[str, list[float]]], prefix: str = "pipelab: "):
+    """record(moments), then one line per series on the terminal; the file's path."""
+    path = record(moments)
+    for line in lines(results.load(NAME)):
+        print(prefix + line, flush=True)
+    return path
+
+
 def lines(doc: dict) -> list[str]:
     """One line per series of a book/weather file, for the terminal."""
     s = doc["summary"]

@@ -172,9 +172,7 @@ def _run_each(quick: bool, only: list[str] | None, server: str | None, fresh: bo
                 inputs.record(source, key | {"seconds": round(took, 1)})
     if sky:
         sky["after"] = _weather()
-        weather.record(sky)
-        for line in weather.lines(results.load(weather.NAME)):
-            print(f"pipelab: the machine's weather, {line}", flush=True)
+        weather.keep(sky, "pipelab: the machine's weather, ")
     return done
 
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from .. import host, jbang, placement, proxy, results, weather
+from .. import host, jbang, placement, proxy, weather
 from ..course import timings as course
 from ..errors import LabError, friendly
 from ..lab import Session
@@ -102,9 +102,7 @@ def cmd_agreement(args) -> int:
 def cmd_weather(args) -> int:
     """Time the fixed loop on each CPU now, nothing else of the lab running, and keep it (book/weather)."""
     placement.pin_clients()  # as a book run is: the series themselves run on each CPU in turn
-    path = weather.record({"alone": weather.measure(args.seconds)})
-    for line in weather.lines(results.load(weather.NAME)):
-        print(f"pipelab: {line}")
+    path = weather.keep({"alone": weather.measure(args.seconds)})
     print(f"pipelab: kept in {path}")
     return 0
 
