@@ -159,6 +159,12 @@ def keep(moments: dict[str, dict[str, list[float]]], prefix: str = "pipelab: "):
     return path
 
 
+def fast_ms(doc: dict | None) -> float | None:
+    """A book/weather file's fast time: the fastest series' (every series is set against it)."""
+    times = [f["value"] for key, f in ((doc or {}).get("summary") or {}).items() if key.endswith("_fast_ms")]
+    return min(times) if times else None
+
+
 def lines(doc: dict) -> list[str]:
     """One line per series of a book/weather file, for the terminal."""
     s = doc["summary"]

@@ -8,7 +8,7 @@ import browser
 import pytest
 import yaml
 
-from pipelab import paths, results
+from pipelab import paths, results, weather
 from pipelab.book import build, inputs, markers, reference, yourrun
 from pipelab.results import quantity
 from tests.conftest import unavailable
@@ -188,3 +188,23 @@ def test_the_your_run_page_works_without_local_results(unmeasured_sites, which):
     assert page["problems"] == [] and page["broken"] == []
     assert page["plots"] == 0
     assert "No results of yours yet" in page["text"] and "make book" in page["text"]
+
+
+def test_the_environment_table_sets_the_two_machines_weather_side_by_side(runs):
+    mine, ref = runs
+    save(mine, "ch01/a", {})
+    save(ref, "ch01/a", {})
+
+    def rows():
+        table = yourrun.section("environment", 0).splitlines()[2:]
+        return {line.split(" | ")[0].strip("| "): line.split(" | ")[1:] for line in table}
+
+    loop = "A fixed loop's fast time (`pipelab weather`)"
+    assert rows()[loop] == ["–", "–", "– |"], "a quick run, or an older one, timed no weather"
+    fast, slowed = [50.0] * 30, [80.0] * 25 + [160.0] * 5  # a host whose fast speed is itself slower
+    weather.record({"before": {"cpu0": fast}, "after": {"cpu0": fast}}, base=ref)
+    weather.record({"before": {"cpu0": slowed}, "after": {"cpu0": slowed}}, base=mine)
+    assert rows()[loop] == ["80.0 ms", "50.0 ms", "**no**, yours 1.60x |"]
+    assert rows()["The same loop, slowed in spells"] == ["17% of the time, at 2.0x", "0% of the time, at 1.0x", "– |"]
+    weather.record({"before": {"cpu0": [52.0] * 30}}, base=mine)
+    assert rows()[loop][2] == "yes |", "4% apart is within ±15%"

@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from .. import paths, plots, results
+from .. import paths, plots, results, weather
 from . import agreement, build, conditions, inputs, reference
 from .report import ENV_FIELDS
 
@@ -292,7 +292,26 @@ def environment(depth: int = 0) -> str:
         yours, theirs = agreement.distinct(mine, value, NONE), agreement.distinct(ref, value, NONE)
         same = NONE if NONE in (yours, theirs) else "yes" if yours == theirs else "**no**"
         table.append([title, yours, theirs, same])
-    return results.md_table(["", "Yours", "Reference", "Same?"], table)
+    return results.md_table(["", "Yours", "Reference", "Same?"], table + _weather_rows())
+
+
+def _weather_rows() -> list[list[str]]:
+    """The machine's own weather in each run (book/weather, timed around a full run's chapters): a
+    slower fast time makes every time of that run longer, whatever the code."""
+    skies = [results.load(weather.NAME, base) for base in (paths.results_dir(), paths.reference_dir())]
+    fast = [weather.fast_ms(sky) for sky in skies]
+    same = NONE
+    if None not in fast:
+        factor = fast[0] / fast[1]
+        same = "yes" if max(factor, 1 / factor) <= agreement.WITHIN else f"**no**, yours {factor:.2f}x"
+    slow = [
+        f"{sky['summary']['slow_pct']['text']} of the time, at {sky['summary']['slowdown']['text']}" if sky else NONE
+        for sky in skies
+    ]
+    return [
+        ["A fixed loop's fast time (`pipelab weather`)", *(NONE if f is None else f"{f:.1f} ms" for f in fast), same],
+        ["The same loop, slowed in spells", *slow, NONE],
+    ]
 
 
 def _seconds(value: float | None) -> str:
