@@ -23,6 +23,11 @@ RATIO_WITHIN = 1.20  # a ratio figure, within ±20%
 SIDE = 1.10  # a flip counts when one of the two is over 10% away from 1 (1.02x against 0.99x is no direction)
 
 
+def apart(x: float, y: float) -> float:
+    """How far apart two positive values are, as a factor of at least 1 (1.2 either way round)."""
+    return math.exp(abs(math.log(x / y)))
+
+
 @dataclass(frozen=True)
 class Pair:
     name: str  # "ch01/ping-10k"
@@ -34,7 +39,7 @@ class Pair:
     @property
     def factor(self) -> float:
         """How far apart, as a factor of at least 1."""
-        return math.exp(abs(math.log(self.a["value"] / self.b["value"])))
+        return apart(self.a["value"], self.b["value"])
 
     @property
     def flipped(self) -> bool:
@@ -110,10 +115,7 @@ def estimates_within(a: dict[str, dict], b: dict[str, dict]) -> dict[str, tuple[
     """{estimate: measurements both runs took whose two estimates are within ±15%}."""
     sa, sb = samples(a), samples(b)
     both = sorted(set(sa) & set(sb), key=str)
-    return {
-        name: share(both, lambda k, f=f: math.exp(abs(math.log(f(sa[k]) / f(sb[k])))) <= WITHIN)
-        for name, f in ESTIMATES.items()
-    }
+    return {name: share(both, lambda k, f=f: apart(f(sa[k]), f(sb[k])) <= WITHIN) for name, f in ESTIMATES.items()}
 
 
 def errors(run: dict[str, dict]) -> list[float]:
@@ -161,11 +163,7 @@ def machine(run: dict[str, dict]) -> str:
 
 def steady_files(a: dict[str, dict], b: dict[str, dict]) -> set[str]:
     """The results files whose two runs' probes all agree within ±15%: the machine held still."""
-    return {
-        name
-        for name, ratios in probe_ratios(a, b).items()
-        if all(math.exp(abs(math.log(r))) <= WITHIN for r in ratios.values())
-    }
+    return {name for name, ratios in probe_ratios(a, b).items() if all(apart(r, 1) <= WITHIN for r in ratios.values())}
 
 
 def read_by_prose() -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:

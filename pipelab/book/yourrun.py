@@ -302,8 +302,7 @@ def _weather_rows() -> list[list[str]]:
     fast = [weather.fast_ms(sky) for sky in skies]
     same = NONE
     if None not in fast:
-        factor = fast[0] / fast[1]
-        same = "yes" if max(factor, 1 / factor) <= agreement.WITHIN else f"**no**, yours {factor:.2f}x"
+        same = "yes" if agreement.apart(*fast) <= agreement.WITHIN else f"**no**, yours {fast[0] / fast[1]:.2f}x"
     slow = [
         f"{sky['summary']['slow_pct']['text']} of the time, at {sky['summary']['slowdown']['text']}" if sky else NONE
         for sky in skies
