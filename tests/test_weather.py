@@ -70,3 +70,22 @@ def test_a_quick_run_times_no_weather_and_a_full_one_brackets_its_chapters(monke
     taken.clear()
     build._run_each(quick=False, only=["01", "02"], server=None, fresh=True)
     assert taken == ["loop", "01-round-trip-time.ipynb", "02-system-calls.ipynb", "loop", ["after", "before"]]
+
+
+def test_the_machines_own_agreement_sets_the_loop_before_a_run_against_the_loop_after_it(tmp_path):
+    # Windows of 9: before, two at 50 ms; after, one whose median fell in a spell (100 ms) and one at 50 ms.
+    before, after = [50.0] * 18, [50.0] * 4 + [100.0] * 5 + [50.0] * 9
+    roots = [tree(tmp_path / name, {"x_s": quantity(1.0, "s")}) for name in ("a", "b")]
+    weather.record({"before": {"cpu0": before}, "after": {"cpu0": after}}, base=roots[0])
+    weather.record({"alone": {"cpu0": before}}, base=roots[1])  # one moment: nothing to set against
+    text, figures = agreement.report(*map(str, roots))
+    assert figures["loop_within_a"] == {"median": (2, 4), "fastest": (4, 4)}, (
+        "a spell moves the median, not the fastest"
+    )
+    assert figures["loop_within_b"] is None and "the machine's own agreement, run B" not in text
+    assert "run A: its weather loop in windows of 9, each summed up as a measurement is" in text
+    assert "median 2 of 4 (50%), fastest 4 of 4 (100%)" in text
+    saved = json.loads(agreement.save(figures, "a", "b", figures["rows"], target=tmp_path / "ref").read_text())
+    assert saved["summary"]["loop_median_within_a_pct"]["value"] == 50
+    assert saved["summary"]["loop_fastest_within_a_pct"]["value"] == 100
+    assert "loop_median_within_b_pct" not in saved["summary"]

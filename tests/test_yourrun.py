@@ -208,3 +208,7 @@ def test_the_environment_table_sets_the_two_machines_weather_side_by_side(runs):
     assert rows()["The same loop, slowed in spells"] == ["17% of the time, at 2.0x", "0% of the time, at 1.0x", "– |"]
     weather.record({"before": {"cpu0": [52.0] * 30}}, base=mine)
     assert rows()[loop][2] == "yes |", "4% apart is within ±15%"
+    held = "The same loop agreeing with itself before and after the run: runs of nine within ±15%, by median"
+    assert rows()[held] == ["–", "100%", "– |"], "a run timed only before its chapters sets nothing against it"
+    weather.record({"before": {"cpu0": [50.0] * 18}, "after": {"cpu0": [50.0] * 9 + [100.0] * 9}}, base=mine)
+    assert rows()[held] == ["50%", "100%", "– |"], "a spell as long as a run of nine moves its median"

@@ -118,6 +118,22 @@ def estimates_within(a: dict[str, dict], b: dict[str, dict]) -> dict[str, tuple[
     return {name: share(both, lambda k, f=f: apart(f(sa[k]), f(sb[k])) <= WITHIN) for name, f in ESTIMATES.items()}
 
 
+def loop_within(sky: dict | None) -> dict[str, tuple[int, int]] | None:
+    """The machine's own agreement: its weather loop (book/weather) cut into windows of as many loops as
+    its spread compares, each window summed up as a measurement is (ESTIMATES); {estimate: pairs of windows
+    on one CPU, one taken before the run and one after it, within ±15%}. None without two moments."""
+    moments = list(((sky or {}).get("params") or {}).get("series_ms", {}).values())
+    if len(moments) < 2:
+        return None
+    size = sky["params"]["window"]
+    pieces = [
+        {cpu: [t[i : i + size] for i in range(0, len(t) - size + 1, size)] for cpu, t in moment.items()}
+        for moment in moments
+    ]
+    both = [(x, y) for cpu in pieces[0] for x in pieces[0][cpu] for y in pieces[-1].get(cpu, [])]
+    return {name: share(both, lambda w, f=f: apart(f(w[0]), f(w[1])) <= WITHIN) for name, f in ESTIMATES.items()}
+
+
 def errors(run: dict[str, dict]) -> list[float]:
     """Each summary figure's own error: half its 95% interval's width over the figure (0.05 is ±5%)."""
     out = []
@@ -133,7 +149,7 @@ def probe_ratios(a: dict[str, dict], b: dict[str, dict]) -> dict[str, dict[str, 
     out: dict[str, dict[str, float]] = {}
     for name in sorted(set(a) & set(b)):
         pa, pb = (run[name].get("environment", {}).get("probe") or {} for run in (a, b))
-        if ratios := {key: pb[key] / pa[key] for key in set(pa) & set(pb) if pa[key] and pb[key]}:
+        if ratios := {key: pb[key] / pa[key] for key in sorted(set(pa) & set(pb)) if pa[key] and pb[key]}:
             out[name] = ratios
     return out
 
@@ -264,6 +280,7 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
             if sky
             else None
         )
+        figures[f"loop_within_{side}"] = loop_within(sky)
     lines = [
         f"machines: run A on {figures['machines'][0]}, run B on {figures['machines'][1]}"
         + (
@@ -298,6 +315,13 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
     for label, sky in zip("AB", skies):
         if sky:
             lines += [f"the machine's own weather, run {label}, {line}" for line in weather.lines(sky)]
+    for label, side, sky in zip("AB", "ab", skies):
+        if hit := figures[f"loop_within_{side}"]:
+            lines.append(
+                f"the machine's own agreement, run {label}: its weather loop in windows of {sky['params']['window']}, "
+                f"each summed up as a measurement is, before the run against after it, within ±{WITHIN - 1:.0%}: "
+                + ", ".join(f"{name} {_pct(pair)}" for name, pair in hit.items())
+            )
     for label, error in (("A", error_a), ("B", error_b)):
         if error:
             lines.append(
@@ -363,6 +387,8 @@ def save(figures: dict, run_a: str, run_b: str, rows: list[dict], target: Path |
         summary[f"error_p90_{side}_pct"] = results.quantity(p90 and 100 * p90, "%")
         for key, value in (figures.get(f"weather_{side}") or {}).items():  # pooled over its CPUs, before and after
             summary[f"weather_{key.removesuffix('_pct')}_{side}_pct"] = results.quantity(value, "%")
+        for name, hit in (figures.get(f"loop_within_{side}") or {}).items():
+            summary[f"loop_{name}_within_{side}_pct"] = pct(hit)
     for name, hit in figures["estimates_within"].items():
         summary[f"measurement_{name}_within_pct"] = pct(hit)
     summary["measurements"] = results.quantity(figures["estimates_within"]["median"][1], "count")
