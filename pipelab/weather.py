@@ -66,6 +66,12 @@ def fastest(series_ms: list[list[float]]) -> float:
     return min(sorted(times)[len(times) // 20] for times in series_ms)
 
 
+def windows_of(times: list[float], size: int = WINDOW) -> list[list[float]]:
+    """The series cut into runs of `size` consecutive loops, as a measurement takes its samples (a short
+    last run is left out)."""
+    return [times[i : i + size] for i in range(0, len(times) - size + 1, size)]
+
+
 def describe(times: list[float], fast: float | None = None) -> dict:
     """What one CPU's series says: the fast time (its 5th percentile, or `fast`), the share of loops in slow
     spells and how much slower they ran, how long a spell lasted (median and longest, seconds), and the loop's
@@ -79,10 +85,7 @@ def describe(times: list[float], fast: float | None = None) -> dict:
         elif length:
             spells.append(length)
             length = 0.0
-    windows = sorted(
-        (max(w) - min(w)) / statistics.median(w)
-        for w in (times[i : i + WINDOW] for i in range(0, len(times) - WINDOW + 1, WINDOW))
-    )
+    windows = sorted((max(w) - min(w)) / statistics.median(w) for w in windows_of(times))
     return {
         "loops": len(times),
         "fast_ms": fast,

@@ -85,7 +85,11 @@ def test_the_machines_own_agreement_sets_the_loop_before_a_run_against_the_loop_
     assert figures["loop_within_b"] is None and "the machine's own agreement, run B" not in text
     assert "run A: its weather loop in windows of 9, each summed up as a measurement is" in text
     assert "median 2 of 4 (50%), fastest 4 of 4 (100%)" in text
+    # Between the runs: A's four runs of nine (medians 50, 50, 100, 50) against B's two at 50 ms.
+    assert figures["loop_between"] == {"median": (6, 8), "fastest": (8, 8)}
+    assert "between the runs: run A's weather loop against run B's, in runs of 9 likewise" in text
     saved = json.loads(agreement.save(figures, "a", "b", figures["rows"], target=tmp_path / "ref").read_text())
     assert saved["summary"]["loop_median_within_a_pct"]["value"] == 50
     assert saved["summary"]["loop_fastest_within_a_pct"]["value"] == 100
     assert "loop_median_within_b_pct" not in saved["summary"]
+    assert saved["summary"]["loop_median_between_pct"]["value"] == 75

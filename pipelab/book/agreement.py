@@ -118,20 +118,32 @@ def estimates_within(a: dict[str, dict], b: dict[str, dict]) -> dict[str, tuple[
     return {name: share(both, lambda k, f=f: apart(f(sa[k]), f(sb[k])) <= WITHIN) for name, f in ESTIMATES.items()}
 
 
-def loop_within(sky: dict | None) -> dict[str, tuple[int, int]] | None:
-    """The machine's own agreement: its weather loop (book/weather) cut into windows of as many loops as
-    its spread compares, each window summed up as a measurement is (ESTIMATES); {estimate: pairs of windows
-    on one CPU, one taken before the run and one after it, within ±15%}. None without two moments."""
-    moments = list(((sky or {}).get("params") or {}).get("series_ms", {}).values())
-    if len(moments) < 2:
+def loop_windows(sky: dict | None, moment: int | None = None) -> dict[str, list[list[float]]]:
+    """A book/weather file's loops cut into runs of as many as its spread compares, per CPU: those of
+    one moment (0 the first, -1 the last) or of every moment."""
+    params = (sky or {}).get("params") or {}
+    moments = list(params.get("series_ms", {}).values())
+    out: dict[str, list[list[float]]] = {}
+    for series in moments if moment is None else moments[moment:][:1]:
+        for cpu, t in series.items():
+            out.setdefault(cpu, []).extend(weather.windows_of(t, params["window"]))
+    return out
+
+
+def loop_within(earlier: dict, later: dict) -> dict[str, tuple[int, int]] | None:
+    """The machine's own agreement: each run of loops of `earlier` set against each of `later` on the same
+    CPU, both summed up as a measurement is (ESTIMATES); {estimate: pairs within ±15%}, None without a pair."""
+    both = [(x, y) for cpu in earlier for x in earlier[cpu] for y in later.get(cpu, [])]
+    if not both:
         return None
-    size = sky["params"]["window"]
-    pieces = [
-        {cpu: [t[i : i + size] for i in range(0, len(t) - size + 1, size)] for cpu, t in moment.items()}
-        for moment in moments
-    ]
-    both = [(x, y) for cpu in pieces[0] for x in pieces[0][cpu] for y in pieces[-1].get(cpu, [])]
     return {name: share(both, lambda w, f=f: apart(f(w[0]), f(w[1])) <= WITHIN) for name, f in ESTIMATES.items()}
+
+
+def run_loop_within(sky: dict | None) -> dict[str, tuple[int, int]] | None:
+    """loop_within of one run: the loop before its chapters against after them (None without both)."""
+    if len(((sky or {}).get("params") or {}).get("series_ms", {})) < 2:
+        return None
+    return loop_within(loop_windows(sky, 0), loop_windows(sky, -1))
 
 
 def errors(run: dict[str, dict]) -> list[float]:
@@ -280,7 +292,8 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
             if sky
             else None
         )
-        figures[f"loop_within_{side}"] = loop_within(sky)
+        figures[f"loop_within_{side}"] = run_loop_within(sky)
+    figures["loop_between"] = loop_within(*(loop_windows(sky) for sky in skies))
     lines = [
         f"machines: run A on {figures['machines'][0]}, run B on {figures['machines'][1]}"
         + (
@@ -322,6 +335,12 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
                 f"each summed up as a measurement is, before the run against after it, within ±{WITHIN - 1:.0%}: "
                 + ", ".join(f"{name} {_pct(pair)}" for name, pair in hit.items())
             )
+    if hit := figures["loop_between"]:
+        lines.append(
+            f"the machine's own agreement between the runs: run A's weather loop against run B's, in runs of "
+            f"{skies[0]['params']['window']} likewise, within ±{WITHIN - 1:.0%}: "
+            + ", ".join(f"{name} {_pct(pair)}" for name, pair in hit.items())
+        )
     for label, error in (("A", error_a), ("B", error_b)):
         if error:
             lines.append(
@@ -389,6 +408,8 @@ def save(figures: dict, run_a: str, run_b: str, rows: list[dict], target: Path |
             summary[f"weather_{key.removesuffix('_pct')}_{side}_pct"] = results.quantity(value, "%")
         for name, hit in (figures.get(f"loop_within_{side}") or {}).items():
             summary[f"loop_{name}_within_{side}_pct"] = pct(hit)
+    for name, hit in (figures.get("loop_between") or {}).items():
+        summary[f"loop_{name}_between_pct"] = pct(hit)
     for name, hit in figures["estimates_within"].items():
         summary[f"measurement_{name}_within_pct"] = pct(hit)
     summary["measurements"] = results.quantity(figures["estimates_within"]["median"][1], "count")

@@ -308,7 +308,7 @@ def _weather_rows() -> list[list[str]]:
         for sky in skies
     ]
     # (hit, pairs) by median; None for a run without the loop both before and after its chapters
-    held = [(agreement.loop_within(sky) or {}).get("median") for sky in skies]
+    held = [(agreement.run_loop_within(sky) or {}).get("median") for sky in skies]
     return [
         ["A fixed loop's fast time (`pipelab weather`)", *(NONE if f is None else f"{f:.1f} ms" for f in fast), same],
         ["The same loop, slowed in spells", *slow, NONE],
