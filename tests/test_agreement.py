@@ -99,6 +99,9 @@ def test_a_direction_the_prose_states_is_one_its_conditions_compare_with_more_or
     assert ("ch07/variadic", "get_cpu_ratio") in stated
     printed_either_way = ("ch06/ceiling", "reply_peak_8_vs_6")
     assert printed_either_way in printed and printed_either_way not in stated, "~ 1 ±25%"
+    ordered_only = ("ch07/cluster", "tagged_pipeline_vs_pipeline")  # #tagged_mget_vs_pipeline > #tagged_pipeline_...
+    assert ordered_only in printed and ordered_only not in stated, "an order between two figures, not a side of 1"
+    assert ("ch07/cluster", "tagged_mget_vs_pipeline") in stated, "#tagged_mget_vs_pipeline > 1"
 
 
 def test_measurements_pair_up_by_label_and_place_not_by_their_measured_params():

@@ -196,15 +196,17 @@ def steady_files(a: dict[str, dict], b: dict[str, dict]) -> set[str]:
 
 def read_by_prose() -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     """Every (results name, key) a page of the book prints, and of those the ones a condition compares
-    with ">" or "<": a direction the prose states (a "~ 1" condition says it may fall on either side)."""
+    with a number by ">" or "<": a direction the prose states ("~ 1" says it may fall on either side,
+    and "#a > #b" states the two figures' order, not where each falls against 1)."""
     printed, stated = set(), set()
     for page in sorted((paths.REPO / "site").rglob("*.md")):
         text = page.read_text()
         printed |= {(v.name, v.key) for v in markers.values(text)}
         for match in markers.CONDITION.finditer(text):
             for comparison in conditions.parse(match["condition"]):
-                if comparison.op != "~":
-                    stated |= {(t.name, t.key) for t in (comparison.left, comparison.right) if t.name}
+                sides = (comparison.left, comparison.right)
+                if comparison.op != "~":  # a figure set against a number; one against a figure states an order
+                    stated |= {(t.name, t.key) for t, other in zip(sides, sides[::-1]) if t.name and not other.name}
     return printed, stated
 
 
