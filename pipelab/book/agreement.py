@@ -124,7 +124,7 @@ def loop_windows(sky: dict | None, moment: int | None = None) -> dict[str, list[
     params = (sky or {}).get("params") or {}
     moments = list(params.get("series_ms", {}).values())
     out: dict[str, list[list[float]]] = {}
-    for series in moments if moment is None else moments[moment:][:1]:
+    for series in moments if moment is None else [moments[moment]] if moments else []:
         for cpu, t in series.items():
             out.setdefault(cpu, []).extend(weather.windows_of(t, params["window"]))
     return out
@@ -250,6 +250,16 @@ def _or_dash(value: float, spec: str) -> str:
     return "–" if value != value else format(value, spec)  # NaN: nothing to say
 
 
+def percent(pair: tuple[int, int]) -> float | None:
+    """A (hit, total) share in %, None of nothing."""
+    hit, total = pair
+    return 100 * hit / total if total else None
+
+
+def _by_estimate(hit: dict[str, tuple[int, int]]) -> str:
+    return ", ".join(f"{name} {_pct(pair)}" for name, pair in hit.items())
+
+
 def _pct(pair: tuple[int, int]) -> str:
     hit, total = pair
     return f"{hit} of {total} ({100 * hit / total:.0f}%)" if total else "none"
@@ -325,7 +335,7 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
             )
     lines.append(
         f"each measurement summed up by its median, and by its fastest sample, within ±{WITHIN - 1:.0%}: "
-        + ", ".join(f"{name} {_pct(hit)}" for name, hit in figures["estimates_within"].items())
+        + _by_estimate(figures["estimates_within"])
     )
     for label, sky in zip("AB", skies):
         if sky:
@@ -335,13 +345,12 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
             lines.append(
                 f"the machine's own agreement, run {label}: its weather loop in windows of {sky['params']['window']}, "
                 f"each summed up as a measurement is, before the run against after it, within ±{WITHIN - 1:.0%}: "
-                + ", ".join(f"{name} {_pct(pair)}" for name, pair in hit.items())
+                + _by_estimate(hit)
             )
     if hit := figures["loop_between"]:
         lines.append(
             f"the machine's own agreement between the runs: run A's weather loop against run B's, in runs of "
-            f"{skies[0]['params']['window']} likewise, within ±{WITHIN - 1:.0%}: "
-            + ", ".join(f"{name} {_pct(pair)}" for name, pair in hit.items())
+            f"{skies[0]['params']['window']} likewise, within ±{WITHIN - 1:.0%}: " + _by_estimate(hit)
         )
     for label, error in (("A", error_a), ("B", error_b)):
         if error:
@@ -386,8 +395,7 @@ def save(figures: dict, run_a: str, run_b: str, rows: list[dict], target: Path |
     come from it: shares in %, flips as counts, spreads in %."""
 
     def pct(pair) -> dict:
-        hit, total = pair
-        return results.quantity(100 * hit / total if total else None, "%")
+        return results.quantity(percent(pair), "%")
 
     summary = {
         "figures": results.quantity(figures["within"][1], "count"),

@@ -314,7 +314,7 @@ def _weather_rows() -> list[list[str]]:
         ["The same loop, slowed in spells", *slow, NONE],
         [
             "The same loop agreeing with itself before and after the run: runs of nine within ±15%, by median",
-            *(f"{100 * h[0] / h[1]:.0f}%" if h and h[1] else NONE for h in held),
+            *(f"{agreement.percent(h):.0f}%" if h and h[1] else NONE for h in held),
             NONE,
         ],
     ]
