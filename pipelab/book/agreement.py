@@ -265,8 +265,27 @@ def _pct(pair: tuple[int, int]) -> str:
     return f"{hit} of {total} ({100 * hit / total:.0f}%)" if total else "none"
 
 
-def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
-    """The text `pipelab agreement` prints, and its figures (with "rows", the per-chapter ones)."""
+@dataclass
+class Comparison:
+    """Two runs set side by side: what `report` prints from, beside the figures it keeps."""
+
+    run_a: str
+    run_b: str
+    found: list[Pair]  # every figure both runs hold
+    flips: list[Pair]
+    prose: set[tuple[str, str]]  # (results name, key) a page prints
+    stated: set[tuple[str, str]]  # of those, the ones whose direction a page states
+    skies: list[dict | None]  # each run's book/weather
+    figures: dict
+
+
+def _spread(values: list[float]) -> tuple[float, float, int] | None:
+    """Median, 90th percentile and count, None of nothing."""
+    return (statistics.median(values), percentile(values, 0.9), len(values)) if values else None
+
+
+def compare(run_a: str, run_b: str) -> Comparison:
+    """Every figure `pipelab agreement` prints and saves, for two runs (with "rows", the per-chapter ones)."""
     a, b = load(resolve(run_a)), load(resolve(run_b))
     found = pairs(a, b)
     if not found:
@@ -274,29 +293,25 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
     ratios = [p for p in found if p.unit == "x"]
     prose, stated = read_by_prose()
     flips = [p for p in ratios if p.flipped]
-    beyond = [p for p in found if p.beyond_noise]
-    spread_a, spread_b = spreads(a), spreads(b)
-    error_a, error_b = errors(a), errors(b)
-    drift = probe_drift(a, b)
     steady = steady_files(a, b)
-    measured = [p for p in found if p.unit != "count"]
     figures = {
+        "machines": (machine(a), machine(b)),
         "within": share(found, lambda p: p.factor <= WITHIN),
-        "measured_within": share(measured, lambda p: p.factor <= WITHIN),
+        "measured_within": share([p for p in found if p.unit != "count"], lambda p: p.factor <= WITHIN),
         "ratios_within": share(ratios, lambda p: p.factor <= RATIO_WITHIN),
         "flips": len(flips),
         "flips_in_prose": sum((p.name, p.key) in prose for p in flips),
         "flips_stated": sum((p.name, p.key) in stated for p in flips),
-        "beyond_noise": (len(beyond), sum(p.beyond_noise is not None for p in found)),
-        "spread_a": (statistics.median(spread_a), percentile(spread_a, 0.9)) if spread_a else None,
-        "spread_b": (statistics.median(spread_b), percentile(spread_b, 0.9)) if spread_b else None,
-        "error_a": (statistics.median(error_a), percentile(error_a, 0.9)) if error_a else None,
-        "error_b": (statistics.median(error_b), percentile(error_b, 0.9)) if error_b else None,
-        "drift": {k: (statistics.median(v), min(v), max(v)) for k, v in drift.items()},
+        "beyond_noise": share([p for p in found if p.beyond_noise is not None], lambda p: p.beyond_noise),
+        "spread_a": _spread(spreads(a)),
+        "spread_b": _spread(spreads(b)),
+        "error_a": _spread(errors(a)),
+        "error_b": _spread(errors(b)),
+        "drift": {k: (statistics.median(v), min(v), max(v)) for k, v in probe_drift(a, b).items()},
         "steady_within": share([p for p in found if p.name in steady], lambda p: p.factor <= WITHIN),
         "estimates_within": estimates_within(a, b),
+        "rows": chapter_rows(found, a, b),
     }
-    figures["machines"] = (machine(a), machine(b))
     skies = [results.load(weather.NAME, resolve(run)) for run in (run_a, run_b)]  # the floor under the spreads
     for side, sky in zip("ab", skies):
         figures[f"weather_{side}"] = (
@@ -306,85 +321,113 @@ def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
         )
         figures[f"loop_within_{side}"] = run_loop_within(sky)
     figures["loop_between"] = loop_within(*(loop_windows(sky) for sky in skies))
+    return Comparison(run_a, run_b, found, flips, prose, stated, skies, figures)
+
+
+def _agreement_lines(c: Comparison) -> list[str]:
+    """How many figures agree, and every flip."""
+    f = c.figures
+    same = f["machines"][0] == f["machines"][1]
     lines = [
-        f"machines: run A on {figures['machines'][0]}, run B on {figures['machines'][1]}"
+        f"machines: run A on {f['machines'][0]}, run B on {f['machines'][1]}"
         + (
             ""
-            if figures["machines"][0] == figures["machines"][1]
+            if same
             else "; different CPUs: their times differ with the machine, ratios of things timed in turns less so"
         ),
-        f"figures compared: {len(found)}",
-        f"  within ±{WITHIN - 1:.0%}: {_pct(figures['within'])}",
-        f"  of them timings and rates (no counts), within ±{WITHIN - 1:.0%}: {_pct(figures['measured_within'])}",
-        f"  ratio figures within ±{RATIO_WITHIN - 1:.0%}: {_pct(figures['ratios_within'])}",
-        f"  apart beyond both 95% intervals: {_pct(figures['beyond_noise'])} of the figures that have intervals",
-        f"direction flips (a ratio on opposite sides of 1, one over {SIDE - 1:.0%} away): {len(flips)}, "
-        f"{figures['flips_in_prose']} of them printed in the prose, {figures['flips_stated']} a direction it states",
+        f"figures compared: {len(c.found)}",
+        f"  within ±{WITHIN - 1:.0%}: {_pct(f['within'])}",
+        f"  of them timings and rates (no counts), within ±{WITHIN - 1:.0%}: {_pct(f['measured_within'])}",
+        f"  ratio figures within ±{RATIO_WITHIN - 1:.0%}: {_pct(f['ratios_within'])}",
+        f"  apart beyond both 95% intervals: {_pct(f['beyond_noise'])} of the figures that have intervals",
+        f"direction flips (a ratio on opposite sides of 1, one over {SIDE - 1:.0%} away): {f['flips']}, "
+        f"{f['flips_in_prose']} of them printed in the prose, {f['flips_stated']} a direction it states",
     ]
-    lines += [
+    return lines + [
         f"  {p.name}#{p.key}: {p.a['text']} against {p.b['text']}"
-        + ("  (the prose states its direction)" if (p.name, p.key) in stated else "")
-        + ("  (the prose prints it, on either side of 1)" if (p.name, p.key) in prose - stated else "")
-        for p in flips
+        + ("  (the prose states its direction)" if (p.name, p.key) in c.stated else "")
+        + ("  (the prose prints it, on either side of 1)" if (p.name, p.key) in c.prose - c.stated else "")
+        for p in c.flips
     ]
-    for label, run, spread in (("A", run_a, spread_a), ("B", run_b, spread_b)):
-        if spread:
+
+
+def _noise_lines(c: Comparison) -> list[str]:
+    """Each run's spreads and errors, and the machine's own: its weather, and its loop's agreement."""
+    f, lines = c.figures, []
+    for label, run, side in (("A", c.run_a, "a"), ("B", c.run_b, "b")):
+        if spread := f[f"spread_{side}"]:
             lines.append(
-                f"within-run spread (max − min) / median, run {label} ({run}): median {statistics.median(spread):.0%}, "
-                f"90th percentile {percentile(spread, 0.9):.0%}, of {len(spread)} measurements"
+                f"within-run spread (max − min) / median, run {label} ({run}): median {spread[0]:.0%}, "
+                f"90th percentile {spread[1]:.0%}, of {spread[2]} measurements"
             )
     lines.append(
         f"each measurement summed up by its median, and by its fastest sample, within ±{WITHIN - 1:.0%}: "
-        + _by_estimate(figures["estimates_within"])
+        + _by_estimate(f["estimates_within"])
     )
-    for label, sky in zip("AB", skies):
+    for label, sky in zip("AB", c.skies):
         if sky:
             lines += [f"the machine's own weather, run {label}, {line}" for line in weather.lines(sky)]
-    for label, side, sky in zip("AB", "ab", skies):
-        if hit := figures[f"loop_within_{side}"]:
+    for label, side, sky in zip("AB", "ab", c.skies):
+        if hit := f[f"loop_within_{side}"]:
             lines.append(
                 f"the machine's own agreement, run {label}: its weather loop in windows of {sky['params']['window']}, "
                 f"each summed up as a measurement is, before the run against after it, within ±{WITHIN - 1:.0%}: "
                 + _by_estimate(hit)
             )
-    if hit := figures["loop_between"]:
+    if hit := f["loop_between"]:
         lines.append(
             f"the machine's own agreement between the runs: run A's weather loop against run B's, in runs of "
-            f"{skies[0]['params']['window']} likewise, within ±{WITHIN - 1:.0%}: " + _by_estimate(hit)
+            f"{c.skies[0]['params']['window']} likewise, within ±{WITHIN - 1:.0%}: " + _by_estimate(hit)
         )
-    for label, error in (("A", error_a), ("B", error_b)):
-        if error:
+    for label, side in (("A", "a"), ("B", "b")):
+        if error := f[f"error_{side}"]:
             lines.append(
                 f"each figure's own error (half its 95% interval, over the figure), run {label}: "
-                f"median ±{statistics.median(error):.0%}, 90th percentile ±{percentile(error, 0.9):.0%}, "
-                f"of {len(error)} figures with intervals"
+                f"median ±{error[0]:.0%}, 90th percentile ±{error[1]:.0%}, of {error[2]} figures with intervals"
             )
+    return lines
+
+
+def _probe_lines(c: Comparison) -> list[str]:
+    """How the machine probes moved between the runs, and how the files whose probes held still agree."""
     names = {"cpu_loop_ms": "a fixed CPU loop", "ping_us": "a PING one by one"}
-    for key, (median, low, high) in sorted(figures["drift"].items()):
-        lines.append(
-            f"machine probe, run B ÷ run A, {names.get(key, key)}: median {median:.2f}x (per results file "
-            f"{low:.2f}x to {high:.2f}x; over 1, B's machine was slower)"
-        )
-    if drift:
+    lines = [
+        f"machine probe, run B ÷ run A, {names.get(key, key)}: median {median:.2f}x (per results file "
+        f"{low:.2f}x to {high:.2f}x; over 1, B's machine was slower)"
+        for key, (median, low, high) in sorted(c.figures["drift"].items())
+    ]
+    if lines:
         lines.append(
             f"  figures from results files whose probes agree within ±{WITHIN - 1:.0%} (the machine held still), "
-            f"within ±{WITHIN - 1:.0%}: {_pct(figures['steady_within'])}"
+            f"within ±{WITHIN - 1:.0%}: {_pct(c.figures['steady_within'])}"
         )
-    lines.append(
-        "per chapter: within ±15% | ratios within ±20% | flips | median spread A, B | probes B ÷ A (CPU, PING)"
-    )
-    figures["rows"] = chapter_rows(found, a, b)
-    for row in figures["rows"]:
+    return lines
+
+
+def _chapter_lines(rows: list[dict]) -> list[str]:
+    lines = ["per chapter: within ±15% | ratios within ±20% | flips | median spread A, B | probes B ÷ A (CPU, PING)"]
+    for row in rows:
         lines.append(
             f"  {row['chapter']}: {_pct(row['within'])} | {_pct(row['ratios_within'])} | {row['flips']} | "
             f"{_or_dash(row['spread_a'], '.0%')}, {_or_dash(row['spread_b'], '.0%')} | "
             f"{_or_dash(row['cpu_drift'], '.2f')}x, {_or_dash(row['ping_drift'], '.2f')}x"
         )
-    lines.append(f"largest moves (of {len(found)}):")
+    return lines
+
+
+def _largest_lines(found: list[Pair], largest: int) -> list[str]:
+    lines = [f"largest moves (of {len(found)}):"]
     for p in sorted(found, key=lambda p: p.factor, reverse=True)[:largest]:
         noise = {True: "beyond noise", False: "within noise", None: "no interval"}[p.beyond_noise]
         lines.append(f"  x{p.factor:6.2f}  {p.name}#{p.key}: {p.a['text']} against {p.b['text']} ({noise})")
-    return "\n".join(lines), figures
+    return lines
+
+
+def report(run_a: str, run_b: str, largest: int = 15) -> tuple[str, dict]:
+    """The text `pipelab agreement` prints, and its figures (with "rows", the per-chapter ones)."""
+    c = compare(run_a, run_b)
+    lines = _agreement_lines(c) + _noise_lines(c) + _probe_lines(c) + _chapter_lines(c.figures["rows"])
+    return "\n".join(lines + _largest_lines(c.found, largest)), c.figures
 
 
 SAVED = "book/agreement"  # `pipelab agreement A B --save`: the method page prints it
@@ -408,12 +451,10 @@ def save(figures: dict, run_a: str, run_b: str, rows: list[dict], target: Path |
         "flips_stated": results.quantity(figures["flips_stated"], "count"),
     }
     for side in ("a", "b"):
-        median, p90 = figures[f"spread_{side}"] or (None, None)
-        summary[f"spread_median_{side}_pct"] = results.quantity(median and 100 * median, "%")
-        summary[f"spread_p90_{side}_pct"] = results.quantity(p90 and 100 * p90, "%")
-        median, p90 = figures[f"error_{side}"] or (None, None)
-        summary[f"error_median_{side}_pct"] = results.quantity(median and 100 * median, "%")
-        summary[f"error_p90_{side}_pct"] = results.quantity(p90 and 100 * p90, "%")
+        for kind in ("spread", "error"):
+            median, p90, _ = figures[f"{kind}_{side}"] or (None, None, 0)
+            summary[f"{kind}_median_{side}_pct"] = results.quantity(median and 100 * median, "%")
+            summary[f"{kind}_p90_{side}_pct"] = results.quantity(p90 and 100 * p90, "%")
         for key, value in (figures.get(f"weather_{side}") or {}).items():  # pooled over its CPUs, before and after
             summary[f"weather_{key.removesuffix('_pct')}_{side}_pct"] = results.quantity(value, "%")
         for name, hit in (figures.get(f"loop_within_{side}") or {}).items():
