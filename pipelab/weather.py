@@ -72,6 +72,12 @@ def windows_of(times: list[float], size: int = WINDOW) -> list[list[float]]:
     return [times[i : i + size] for i in range(0, len(times) - size + 1, size)]
 
 
+def calm(times: list[float], fast: float) -> list[float]:
+    """The loops that followed one at the fast speed: what a harness would have timed had it waited,
+    before each sample, until a probe of the machine ran fast (a spell lasts many loops)."""
+    return [t for before, t in zip(times, times[1:]) if before <= SLOW * fast]
+
+
 def describe(times: list[float], fast: float | None = None) -> dict:
     """What one CPU's series says: the fast time (its 5th percentile, or `fast`), the share of loops in slow
     spells and how much slower they ran, how long a spell lasted (median and longest, seconds), and the loop's

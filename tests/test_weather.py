@@ -93,3 +93,25 @@ def test_the_machines_own_agreement_sets_the_loop_before_a_run_against_the_loop_
     assert saved["summary"]["loop_fastest_within_a_pct"]["value"] == 100
     assert "loop_median_within_b_pct" not in saved["summary"]
     assert saved["summary"]["loop_median_between_pct"]["value"] == 75
+    # Only the loops after a fast one: the spell's first loop stays (its predecessor was fast), the rest
+    # and the fast loop after it go, which leaves after's twelve one run of nine with its median at 50 ms.
+    assert figures["loop_calm_kept_a"] == (17 + 12, 17 + 17)
+    assert figures["loop_calm_within_a"] == {"median": (1, 1), "fastest": (1, 1)}
+    assert "the same, of the loops that followed a fast one only (29 of 34 (85%))" in text
+    assert "median 1 of 1 (100%), fastest 1 of 1 (100%)" in text
+    assert figures["loop_calm_between"] == {"median": (2, 2), "fastest": (2, 2)}
+    assert saved["summary"]["loop_calm_median_within_a_pct"]["value"] == 100
+    assert saved["summary"]["loop_calm_kept_a_pct"]["value"] == pytest.approx(100 * 29 / 34)
+    assert saved["summary"]["loop_calm_median_between_pct"]["value"] == 100
+    assert "loop_calm_median_within_b_pct" not in saved["summary"]
+
+
+def test_a_calm_loop_is_one_that_followed_a_loop_at_the_fast_speed():
+    assert weather.calm([50.0, 100.0, 100.0, 50.0, 60.0, 70.0], fast=50.0) == [100.0, 60.0, 70.0]
+    assert weather.calm([100.0] * 9, fast=50.0) == [], "a series wholly in a spell leaves nothing calm"
+    wholly_slow = {
+        "params": {"window": 9, "series_ms": {"before": {"cpu0": [100.0] * 18}, "after": {"cpu0": [50.0] * 18}}}
+    }
+    wholly_slow["summary"] = {"before_cpu0_fast_ms": {"value": 50.0}, "after_cpu0_fast_ms": {"value": 50.0}}
+    assert agreement.run_loop_within(wholly_slow, calm=True) is None, "no calm run of nine before the chapters"
+    assert agreement.run_loop_within(wholly_slow) == {"median": (0, 4), "fastest": (0, 4)}

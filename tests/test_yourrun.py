@@ -212,3 +212,7 @@ def test_the_environment_table_sets_the_two_machines_weather_side_by_side(runs):
     assert rows()[held] == ["–", "100%", "– |"], "a run timed only before its chapters sets nothing against it"
     weather.record({"before": {"cpu0": [50.0] * 18}, "after": {"cpu0": [50.0] * 9 + [100.0] * 9}}, base=mine)
     assert rows()[held] == ["50%", "100%", "– |"], "a spell as long as a run of nine moves its median"
+    calm = "The same, of the loops that followed a fast one only (as if each sample waited for a calm machine)"
+    assert rows()[calm] == ["100%", "100%", "– |"], "the spell's loops after its first are left out"
+    weather.record({"before": {"cpu0": [100.0] * 18}, "after": {"cpu0": [50.0] * 18}}, base=mine)
+    assert rows()[calm][0] == "–", "a spell through all of one moment leaves no calm run of nine to set against"

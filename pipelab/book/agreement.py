@@ -118,16 +118,25 @@ def estimates_within(a: dict[str, dict], b: dict[str, dict]) -> dict[str, tuple[
     return {name: share(both, lambda k, f=f: apart(f(sa[k]), f(sb[k])) <= WITHIN) for name, f in ESTIMATES.items()}
 
 
-def loop_windows(sky: dict | None, moment: int | None = None) -> dict[str, list[list[float]]]:
+def loop_windows(sky: dict | None, moment: int | None = None, calm: bool = False) -> dict[str, list[list[float]]]:
     """A book/weather file's loops cut into runs of as many as its spread compares, per CPU: those of
-    one moment (0 the first, -1 the last) or of every moment."""
+    one moment (0 the first, -1 the last) or of every moment; with `calm`, only the loops that followed
+    one at the fast speed (weather.calm)."""
     params = (sky or {}).get("params") or {}
     moments = list(params.get("series_ms", {}).values())
     out: dict[str, list[list[float]]] = {}
     for series in moments if moment is None else [moments[moment]] if moments else []:
         for cpu, t in series.items():
-            out.setdefault(cpu, []).extend(weather.windows_of(t, params["window"]))
+            kept = weather.calm(t, weather.fast_ms(sky)) if calm else t
+            out.setdefault(cpu, []).extend(weather.windows_of(kept, params["window"]))
     return out
+
+
+def calm_share(sky: dict) -> tuple[int, int]:
+    """(loops that followed a fast one, loops that had one before them) over a book/weather file."""
+    series = [t for cpus in sky["params"]["series_ms"].values() for t in cpus.values() if t]
+    fast = weather.fast_ms(sky)
+    return sum(len(weather.calm(t, fast)) for t in series), sum(len(t) - 1 for t in series)
 
 
 def loop_within(earlier: dict, later: dict) -> dict[str, tuple[int, int]] | None:
@@ -139,11 +148,15 @@ def loop_within(earlier: dict, later: dict) -> dict[str, tuple[int, int]] | None
     return {name: share(both, lambda w, f=f: apart(f(w[0]), f(w[1])) <= WITHIN) for name, f in ESTIMATES.items()}
 
 
-def run_loop_within(sky: dict | None) -> dict[str, tuple[int, int]] | None:
+def run_loop_within(sky: dict | None, calm: bool = False) -> dict[str, tuple[int, int]] | None:
     """loop_within of one run: the loop before its chapters against after them (None without both)."""
     if len(((sky or {}).get("params") or {}).get("series_ms", {})) < 2:
         return None
-    return loop_within(loop_windows(sky, 0), loop_windows(sky, -1))
+    return loop_within(loop_windows(sky, 0, calm), loop_windows(sky, -1, calm))
+
+
+# The weather loop's agreement is taken twice: over every loop, and over the calm ones only (key infix).
+LOOP_KINDS = {"": False, "calm_": True}
 
 
 def errors(run: dict[str, dict]) -> list[float]:
@@ -319,8 +332,11 @@ def compare(run_a: str, run_b: str) -> Comparison:
             if sky
             else None
         )
-        figures[f"loop_within_{side}"] = run_loop_within(sky)
-    figures["loop_between"] = loop_within(*(loop_windows(sky) for sky in skies))
+        figures[f"loop_calm_kept_{side}"] = calm_share(sky) if sky else None
+        for kind, calm in LOOP_KINDS.items():
+            figures[f"loop_{kind}within_{side}"] = run_loop_within(sky, calm)
+    for kind, calm in LOOP_KINDS.items():
+        figures[f"loop_{kind}between"] = loop_within(*(loop_windows(sky, calm=calm) for sky in skies))
     return Comparison(run_a, run_b, found, flips, prose, stated, skies, figures)
 
 
@@ -369,16 +385,22 @@ def _noise_lines(c: Comparison) -> list[str]:
             lines += [f"the machine's own weather, run {label}, {line}" for line in weather.lines(sky)]
     for label, side, sky in zip("AB", "ab", c.skies):
         if hit := f[f"loop_within_{side}"]:
-            lines.append(
+            calm = f[f"loop_calm_within_{side}"]
+            lines += [
                 f"the machine's own agreement, run {label}: its weather loop in windows of {sky['params']['window']}, "
                 f"each summed up as a measurement is, before the run against after it, within ±{WITHIN - 1:.0%}: "
-                + _by_estimate(hit)
-            )
+                + _by_estimate(hit),
+                f"  the same, of the loops that followed a fast one only ({_pct(f[f'loop_calm_kept_{side}'])}), as if "
+                f"each sample had waited for a calm machine: "
+                + (_by_estimate(calm) if calm else "no run of nine both before and after"),
+            ]
     if hit := f["loop_between"]:
         lines.append(
             f"the machine's own agreement between the runs: run A's weather loop against run B's, in runs of "
             f"{c.skies[0]['params']['window']} likewise, within ±{WITHIN - 1:.0%}: " + _by_estimate(hit)
         )
+    if hit := f["loop_calm_between"]:
+        lines.append("  the same, of only the loops that followed a fast one: " + _by_estimate(hit))
     for label, side in (("A", "a"), ("B", "b")):
         if error := f[f"error_{side}"]:
             lines.append(
@@ -457,10 +479,14 @@ def save(figures: dict, run_a: str, run_b: str, rows: list[dict], target: Path |
             summary[f"{kind}_p90_{side}_pct"] = results.quantity(p90 and 100 * p90, "%")
         for key, value in (figures.get(f"weather_{side}") or {}).items():  # pooled over its CPUs, before and after
             summary[f"weather_{key.removesuffix('_pct')}_{side}_pct"] = results.quantity(value, "%")
-        for name, hit in (figures.get(f"loop_within_{side}") or {}).items():
-            summary[f"loop_{name}_within_{side}_pct"] = pct(hit)
-    for name, hit in (figures.get("loop_between") or {}).items():
-        summary[f"loop_{name}_between_pct"] = pct(hit)
+        for kind in LOOP_KINDS:
+            for name, hit in (figures.get(f"loop_{kind}within_{side}") or {}).items():
+                summary[f"loop_{kind}{name}_within_{side}_pct"] = pct(hit)
+        if kept := figures.get(f"loop_calm_kept_{side}"):
+            summary[f"loop_calm_kept_{side}_pct"] = pct(kept)
+    for kind in LOOP_KINDS:
+        for name, hit in (figures.get(f"loop_{kind}between") or {}).items():
+            summary[f"loop_{kind}{name}_between_pct"] = pct(hit)
     for name, hit in figures["estimates_within"].items():
         summary[f"measurement_{name}_within_pct"] = pct(hit)
     summary["measurements"] = results.quantity(figures["estimates_within"]["median"][1], "count")
