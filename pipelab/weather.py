@@ -72,10 +72,15 @@ def windows_of(times: list[float], size: int = WINDOW) -> list[list[float]]:
     return [times[i : i + size] for i in range(0, len(times) - size + 1, size)]
 
 
+def slow(t: float, fast: float) -> bool:
+    """A loop that ran in a slow spell."""
+    return t > SLOW * fast
+
+
 def calm(times: list[float], fast: float) -> list[float]:
     """The loops that followed one at the fast speed: what a harness would have timed had it waited,
     before each sample, until a probe of the machine ran fast (a spell lasts many loops)."""
-    return [t for before, t in zip(times, times[1:]) if before <= SLOW * fast]
+    return [t for before, t in zip(times, times[1:]) if not slow(before, fast)]
 
 
 def describe(times: list[float], fast: float | None = None) -> dict:
@@ -83,10 +88,10 @@ def describe(times: list[float], fast: float | None = None) -> dict:
     spells and how much slower they ran, how long a spell lasted (median and longest, seconds), and the loop's
     own spread ((max − min) / median) over windows of WINDOW consecutive loops, median and 90th percentile."""
     fast = fast or fastest([times])
-    slow = [t for t in times if t > SLOW * fast]
+    slowed = [t for t in times if slow(t, fast)]
     spells, length = [], 0.0
     for t in times + [0.0]:  # a last fast one closes a spell still open
-        if t > SLOW * fast:
+        if slow(t, fast):
             length += t / 1e3
         elif length:
             spells.append(length)
@@ -95,8 +100,8 @@ def describe(times: list[float], fast: float | None = None) -> dict:
     return {
         "loops": len(times),
         "fast_ms": fast,
-        "slow_share": len(slow) / len(times),
-        "slowdown": statistics.median(slow) / fast if slow else 1.0,
+        "slow_share": len(slowed) / len(times),
+        "slowdown": statistics.median(slowed) / fast if slowed else 1.0,
         "spell_s": statistics.median(spells) if spells else 0.0,
         "longest_spell_s": max(spells, default=0.0),
         "spread_median": windows[len(windows) // 2] if windows else None,

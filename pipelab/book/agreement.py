@@ -124,10 +124,11 @@ def loop_windows(sky: dict | None, moment: int | None = None, calm: bool = False
     one at the fast speed (weather.calm)."""
     params = (sky or {}).get("params") or {}
     moments = list(params.get("series_ms", {}).values())
+    fast = weather.fast_ms(sky) if calm else None
     out: dict[str, list[list[float]]] = {}
     for series in moments if moment is None else [moments[moment]] if moments else []:
         for cpu, t in series.items():
-            kept = weather.calm(t, weather.fast_ms(sky)) if calm else t
+            kept = weather.calm(t, fast) if calm else t
             out.setdefault(cpu, []).extend(weather.windows_of(kept, params["window"]))
     return out
 
@@ -275,7 +276,7 @@ def _by_estimate(hit: dict[str, tuple[int, int]]) -> str:
 
 def _pct(pair: tuple[int, int]) -> str:
     hit, total = pair
-    return f"{hit} of {total} ({100 * hit / total:.0f}%)" if total else "none"
+    return f"{hit} of {total} ({percent(pair):.0f}%)" if total else "none"
 
 
 @dataclass
@@ -400,7 +401,7 @@ def _noise_lines(c: Comparison) -> list[str]:
             f"{c.skies[0]['params']['window']} likewise, within ±{WITHIN - 1:.0%}: " + _by_estimate(hit)
         )
     if hit := f["loop_calm_between"]:
-        lines.append("  the same, of only the loops that followed a fast one: " + _by_estimate(hit))
+        lines.append("  the same, of the loops that followed a fast one only: " + _by_estimate(hit))
     for label, side in (("A", "a"), ("B", "b")):
         if error := f[f"error_{side}"]:
             lines.append(
