@@ -9,12 +9,12 @@ import subprocess
 import sys
 import time
 
-from .. import host, jbang, placement, proxy, weather
+from .. import host, jbang, placement, proxy, results, weather
 from ..course import timings as course
 from ..errors import LabError, friendly
 from ..lab import Session
 from ..paths import REPO, build_dir, reference_dir
-from . import agreement, conditions, reference, sitecheck
+from . import agreement, calmtrial, conditions, reference, sitecheck
 from . import build as book
 
 
@@ -104,6 +104,14 @@ def cmd_weather(args) -> int:
     placement.pin_clients()  # as a book run is: the series themselves run on each CPU in turn
     path = weather.keep({"alone": weather.measure(args.seconds)})
     print(f"pipelab: kept in {path}")
+    return 0
+
+
+def cmd_calm_trial(args) -> int:
+    """Measure with and without waiting for a calm machine, in turns, and keep book/calm-trial."""
+    path = calmtrial.run(args.seconds, reference_dir() if args.save else None)
+    print(calmtrial.report(results.load(calmtrial.NAME, path.parent.parent)["summary"]))
+    print(f"pipelab: kept in {path}" + (" (the method page prints it; commit it)" if args.save else ""))
     return 0
 
 
@@ -233,6 +241,10 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--largest", type=int, default=15, help="how many of the largest moves to list")
     g.add_argument("--save", action="store_true", help="keep the figures beside the reference, for the method page")
     g.set_defaults(func=cmd_agreement)
+    t = sub.add_parser("calm-trial", help="measure with and without waiting for a calm machine, in turns")
+    t.add_argument("--seconds", type=float, default=calmtrial.SECONDS, help="how long the trial runs")
+    t.add_argument("--save", action="store_true", help="keep it beside the reference, for the method page")
+    t.set_defaults(func=cmd_calm_trial)
     w = sub.add_parser("weather", help="time a fixed loop on each CPU: how steady this machine is by itself")
     w.add_argument("--seconds", type=float, default=weather.SECONDS, help="per CPU")
     w.set_defaults(func=cmd_weather)
