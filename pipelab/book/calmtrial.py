@@ -173,13 +173,15 @@ def one_measurement(client, gate: Gate | None) -> dict:
 def run(seconds: float = SECONDS, base: Path | None = None) -> Path:
     """Alternate gated and plain measurements for `seconds` on the embedded server; keep book/calm-trial
     (in `base`, or the results)."""
-    placement.pin_clients()
     if not placement.enabled():
         raise LabError("The calm trial needs two CPUs it may pin to (PIPELAB_PLACEMENT on, Linux).")
-    placement.keep_cpus_awake()
-    session = Session(with_proxy=False).start()
-    gate = None
+    own = os.sched_getaffinity(0)
+    os.sched_setaffinity(
+        0, placement.client_cpus()
+    )  # this thread only, as a notebook's kernel is placed; put back after
+    session = gate = None
     try:
+        session = Session(with_proxy=False).start()
         lab = Lab(session.describe(), False, session)
         gate = Gate(placement.usable_cpus())
         runs = {"gated": [], "plain": []}
@@ -214,8 +216,9 @@ def run(seconds: float = SECONDS, base: Path | None = None) -> Path:
     finally:
         if gate is not None:
             gate.close()
-        session.stop()
-        placement.let_cpus_sleep()
+        if session is not None:
+            session.stop()
+        os.sched_setaffinity(0, own)
 
 
 def figures(runs: dict[str, list[dict]], gate: Gate) -> dict:
