@@ -175,10 +175,9 @@ def run(seconds: float = SECONDS, base: Path | None = None) -> Path:
     (in `base`, or the results)."""
     if not placement.enabled():
         raise LabError("The calm trial needs two CPUs it may pin to (PIPELAB_PLACEMENT on, Linux).")
+    # This thread only, where a notebook's kernel runs; put back after, so the caller is left as it was.
     own = os.sched_getaffinity(0)
-    os.sched_setaffinity(
-        0, placement.client_cpus()
-    )  # this thread only, as a notebook's kernel is placed; put back after
+    os.sched_setaffinity(0, placement.client_cpus())
     session = gate = None
     try:
         session = Session(with_proxy=False).start()
@@ -187,11 +186,11 @@ def run(seconds: float = SECONDS, base: Path | None = None) -> Path:
         runs = {"gated": [], "plain": []}
         end = time.perf_counter() + seconds
         with lab.client() as client:
-            for turn in itertools.count():
-                if time.perf_counter() >= end:
-                    break
-                for kind in ("gated", "plain") if turn % 2 == 0 else ("plain", "gated"):
+            order = ["gated", "plain"]
+            while time.perf_counter() < end:
+                for kind in order:
                     runs[kind].append(one_measurement(client, gate if kind == "gated" else None))
+                order.reverse()  # neither kind always goes first
         summary = figures(runs, gate)
         return results.save(
             NAME,
