@@ -73,6 +73,11 @@ def windows_of(times: list[float], size: int = WINDOW) -> list[list[float]]:
     return [times[i : i + size] for i in range(0, len(times) - size + 1, size)]
 
 
+def spread(times: list[float]) -> float:
+    """(slowest − fastest) / median: how far apart a measurement's samples, or a run of loops, fell."""
+    return (max(times) - min(times)) / statistics.median(times)
+
+
 def slow(t: float, fast: float) -> bool:
     """A loop that ran in a slow spell."""
     return t > SLOW * fast
@@ -97,7 +102,7 @@ def describe(times: list[float], fast: float | None = None) -> dict:
         elif length:
             spells.append(length)
             length = 0.0
-    windows = sorted((max(w) - min(w)) / statistics.median(w) for w in windows_of(times))
+    windows = sorted(spread(w) for w in windows_of(times))
     return {
         "loops": len(times),
         "fast_ms": fast,

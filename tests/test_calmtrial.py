@@ -83,7 +83,7 @@ def test_the_trial_measures_both_ways_in_turns_on_a_real_server_and_ends_its_hel
         return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("pipelab-calm-")}
 
     before, cpus = helpers_dirs(), os.sched_getaffinity(0)
-    path = calmtrial.run(seconds=0.5, base=tmp_path)
+    path, _ = calmtrial.run(seconds=0.5, base=tmp_path)
     assert os.sched_getaffinity(0) == cpus, "the caller is left where it ran: what it starts next may use every CPU"
     doc = json.loads(path.read_text())
     runs = doc["params"]["runs"]

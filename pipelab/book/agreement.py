@@ -103,7 +103,7 @@ def samples(run: dict[str, dict]) -> dict[tuple[str, str, int], list[float]]:
 
 def spreads(run: dict[str, dict]) -> list[float]:
     """(max − min) / median of every measurement with three samples or more."""
-    return [(max(taken) - min(taken)) / statistics.median(taken) for taken in samples(run).values()]
+    return [weather.spread(taken) for taken in samples(run).values()]
 
 
 # What each measurement's samples are summed up by: the book prints the median. On a machine that

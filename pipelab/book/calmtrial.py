@@ -27,8 +27,8 @@ from .. import host, placement, results
 from ..errors import LabError
 from ..lab import Lab, Session
 from ..measure import settled_heap, timed
-from ..weather import SLOW, WINDOW, loop_ms
-from .agreement import WITHIN, apart
+from ..weather import SLOW, WINDOW, loop_ms, slow, spread
+from .agreement import WITHIN, apart, percent, share
 
 NAME = "book/calm-trial"
 PROBE = 20_000  # additions: about 0.8 ms at the fast speed here, short beside a spell (0.1 s and more)
@@ -130,13 +130,12 @@ def serve(path: str) -> None:
             else:
                 took = loop_ms(PROBE)
                 fast = min(fast, took)
-                key.fileobj.sendall(b"1\n" if took <= SLOW * fast else b"0\n")
+                key.fileobj.sendall(b"0\n" if slow(took, fast) else b"1\n")
 
 
 def agree(values: list[float]) -> tuple[int, int]:
     """Pairs of measurements within WITHIN of each other (the agreement's test), of all pairs."""
-    pairs = list(itertools.combinations(values, 2))
-    return sum(apart(a, b) <= WITHIN for a, b in pairs), len(pairs)
+    return share(list(itertools.combinations(values, 2)), lambda pair: apart(*pair) <= WITHIN)
 
 
 def one_measurement(client, gate: Gate | None) -> dict:
@@ -165,12 +164,12 @@ def one_measurement(client, gate: Gate | None) -> dict:
     return {
         **out,
         "ratio": out["one"] / out["pipe"],
-        "spreads": [(max(s) - min(s)) / statistics.median(s) for s in samples.values()],
+        "spreads": [spread(s) for s in samples.values()],
         "wall_s": time.perf_counter() - start,
     }
 
 
-def run(seconds: float = SECONDS, base: Path | None = None) -> Path:
+def run(seconds: float = SECONDS, base: Path | None = None) -> tuple[Path, dict]:
     """Alternate gated and plain measurements for `seconds` on the embedded server; keep book/calm-trial
     (in `base`, or the results)."""
     if not placement.enabled():
@@ -192,7 +191,7 @@ def run(seconds: float = SECONDS, base: Path | None = None) -> Path:
                     runs[kind].append(one_measurement(client, gate if kind == "gated" else None))
                 order.reverse()  # neither kind always goes first
         summary = figures(runs, gate)
-        return results.save(
+        path = results.save(
             NAME,
             environment=lab.environment(),
             params={
@@ -212,6 +211,7 @@ def run(seconds: float = SECONDS, base: Path | None = None) -> Path:
             summary=summary,
             base=base,
         )
+        return path, summary
     finally:
         if gate is not None:
             gate.close()
@@ -224,15 +224,14 @@ def figures(runs: dict[str, list[dict]], gate: Gate) -> dict:
     summary = {}
     for kind, rows in runs.items():
         for name in ("one", "pipe", "ratio"):
-            hit, of = agree([row[name] for row in rows])
-            summary[f"{kind}_{name}_within_pct"] = results.quantity(100 * hit / of if of else None, "%")
-        spreads = sorted(s for row in rows for s in row["spreads"])
+            summary[f"{kind}_{name}_within_pct"] = results.quantity(percent(agree([row[name] for row in rows])), "%")
+        spreads = sorted(s for row in rows for s in row["spreads"])  # the upper median, as weather.describe's
         summary[f"{kind}_spread_median_pct"] = results.quantity(100 * spreads[len(spreads) // 2], "%")
         wall = statistics.median(row["wall_s"] for row in rows)
         summary[f"{kind}_wall_s"] = results.quantity(wall, "s", f"{wall:.1f} s")
         summary[f"{kind}_measurements"] = results.quantity(len(rows), "count")
-    summary["calm_probe_pct"] = results.quantity(100 * gate.calm_probes / max(gate.probes, 1), "%")
-    summary["unasked_pct"] = results.quantity(100 * gate.unasked / max(gate.samples, 1), "%")
+    summary["calm_probe_pct"] = results.quantity(percent((gate.calm_probes, gate.probes)), "%")
+    summary["unasked_pct"] = results.quantity(percent((gate.unasked, gate.samples)), "%")
     return summary
 
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from .. import host, jbang, placement, proxy, results, weather
+from .. import host, jbang, placement, proxy, weather
 from ..course import timings as course
 from ..errors import LabError, friendly
 from ..lab import Session
@@ -110,8 +110,8 @@ def cmd_weather(args) -> int:
 def cmd_calm_trial(args) -> int:
     """Measure with and without waiting for a calm machine, in turns, and keep book/calm-trial."""
     placement.keep_cpus_awake()  # as a book run does (pipelab.placement)
-    path = calmtrial.run(args.seconds, reference_dir() if args.save else None)
-    print(calmtrial.report(results.load(calmtrial.NAME, path.parent.parent)["summary"]))
+    path, summary = calmtrial.run(args.seconds, reference_dir() if args.save else None)
+    print(calmtrial.report(summary))
     print(f"pipelab: kept in {path}" + (" (the method page prints it; commit it)" if args.save else ""))
     return 0
 
