@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import os
 import selectors
+import shutil
 import socket
 import statistics
 import subprocess
@@ -105,9 +106,7 @@ class Gate:
             helper.terminate()
             helper.wait()
             helper.stdout.close()
-        for name in os.listdir(self.dir):
-            os.unlink(os.path.join(self.dir, name))
-        os.rmdir(self.dir)
+        shutil.rmtree(self.dir)
 
 
 def serve(path: str) -> None:
