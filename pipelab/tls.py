@@ -15,6 +15,13 @@ from .errors import LabError
 from .server import ServerBuild, server_builds
 
 TLS_BUILD = "redis7"  # the one server here built with TLS
+SERVER_EXTENSIONS = """subjectAltName=IP:127.0.0.1,DNS:localhost
+basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectKeyIdentifier=hash
+authorityKeyIdentifier=keyid,issuer
+"""
 
 
 @dataclass(frozen=True)
@@ -50,13 +57,16 @@ def make_ca(directory: Path, name: str = "pipelab") -> TlsFiles:
     if not shutil.which("openssl"):
         raise LabError("TLS needs the openssl command to make a test CA (Debian: apt-get install openssl).")
     directory.mkdir(parents=True, exist_ok=True)
+    # Python 3.13 verifies strictly (VERIFY_X509_STRICT): a CA must state its key usage, and a server
+    # certificate its own usage and key identifiers, as a public CA's do.
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", f"/CN={name} test CA",
+             "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
              "-keyout", "ca.key", "-out", "ca.crt", cwd=directory)  # fmt: skip
     _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
              "-keyout", "server.key", "-out", "server.csr", cwd=directory)  # fmt: skip
-    (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    (directory / "server.ext").write_text(SERVER_EXTENSIONS)
     _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-             "-days", "1", "-extfile", "san.ext", "-out", "server.crt", cwd=directory)  # fmt: skip
+             "-days", "1", "-extfile", "server.ext", "-out", "server.crt", cwd=directory)  # fmt: skip
     return TlsFiles(directory / "ca.crt", directory / "server.crt", directory / "server.key")
 
 

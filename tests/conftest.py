@@ -255,7 +255,7 @@ def executed_notebooks(request, session, jdk, isolated_build, before_the_noteboo
     rest = [chapter for chapter in wanted if chapter not in beside]
     if rest:  # (only=[] would mean every chapter)
         with kernels_attached(session, **traced_kernels(isolated_build)):
-            book.run_notebooks(session.env(), quick=True, only=rest)
+            book.run_notebooks(session.env(), quick=True, only=rest).raise_failures()
     if any(needed_in_session(request, fixture) for fixture in READ_THE_SITE):
         request.getfixturevalue("readers_site").start()  # beside the tests that measure, which go first
     executed = {source.name[:2]: book.notebooks_out_dir() / source.name for source in book.notebooks(wanted)}

@@ -136,6 +136,21 @@ def test_the_table_marks_kept_chapters():
     assert "pipelab: 1/8 A  kept (unchanged)" in out.getvalue().splitlines()
 
 
+def test_a_failed_chapter_is_said_in_one_line_sets_no_pace_and_the_run_goes_on():
+    p, out, clock = board([Chapter(1, "A", 100), Chapter(2, "B", 200)])
+    with p:
+        p.start(0)
+        clock.t += 30
+        p.failed("chapter 1 (A) failed: boom.")
+        assert p.left() == pytest.approx(200), "chapter 2 at the reference's pace: the failure set none"
+        p.start(1)
+        clock.t += 200
+        p.done()
+    lines = out.getvalue().splitlines()
+    assert lines[1:3] == ["pipelab: 1/8 A · failed after 0:30", "pipelab: chapter 1 (A) failed: boom."]
+    assert "pipelab: 1/8 A  failed after 0:30" in lines and "pipelab: 2/8 B  3:20" in lines
+
+
 def test_in_a_terminal_the_line_is_rewritten_in_place_and_cut_to_the_width():
     out, clock = io.StringIO(), Clock()
     p = Progress([Chapter(3, "Client internals", 200)], of=8, out=out, tty=True, width=40, now=clock)

@@ -9,12 +9,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import jbang, results, weather
 from ..errors import LabError, not_permitted
 from ..paths import REPO, build_dir, notebooks_out_dir, reference_dir, results_dir
-from . import inputs, progress
+from . import failures, inputs, progress
 
 PARAMETERS_TAG = "parameters"
 
@@ -68,7 +70,7 @@ def execute(
     # `pipelab` commands (and every error they report) never execute a notebook.
     import nbformat  # noqa: PLC0415
     from nbclient import NotebookClient  # noqa: PLC0415
-    from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError  # noqa: PLC0415
     from traitlets.config import Config  # noqa: PLC0415
 
     nb = nbformat.read(source, as_version=4)
@@ -89,15 +91,23 @@ def execute(
         )
         try:
             client.execute()
-        except CellExecutionError as err:
+        except (CellExecutionError, CellTimeoutError, DeadKernelError) as err:
             nbformat.write(nb, target)
             summary = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip().splitlines()  # no terminal colours
             last = summary[-1] if summary else str(err)
             if last.startswith("NoPermissionError: "):
                 last = not_permitted(last.removeprefix("NoPermissionError: "))
-            raise LabError(f"Notebook {source.name} failed: {last}; the partly executed copy is {target}.") from None
+            raise NotebookFailed(source, target, last) from None
     nbformat.write(nb, target)
     return target
+
+
+class NotebookFailed(LabError):
+    """A cell raised (or hung, or the kernel died): `reason` is the error's last line."""
+
+    def __init__(self, source: Path, copy: Path, reason: str):
+        super().__init__(f"Notebook {source.name} failed: {reason}; the partly executed copy is {copy}.")
+        self.reason = reason
 
 
 def attach_kernels(session_env: dict) -> None:
@@ -106,18 +116,39 @@ def attach_kernels(session_env: dict) -> None:
     os.environ.update(session_env, **kernel_env(), PIPELAB_PROGRESS="0")
 
 
+@dataclass
+class Ran:
+    """What a run of the notebooks did: the executed notebooks of the chapters it measured, and the
+    chapters that failed (each costing that chapter only)."""
+
+    executed: list[Path] = field(default_factory=list)
+    failed: list[failures.Failure] = field(default_factory=list)
+
+    def raise_failures(self) -> None:
+        """For callers that want the old way: the first failure as one sentence."""
+        if self.failed:
+            raise LabError(self.failed[0].line())
+
+
 def run_notebooks(
-    session_env: dict, quick: bool, only: list[str] | None = None, *, server: str | None = None, fresh: bool = True
-) -> list[Path]:
+    session_env: dict,
+    quick: bool,
+    only: list[str] | None = None,
+    *,
+    server: str | None = None,
+    fresh: bool = True,
+    after_chapter: Callable[[str], None] | None = None,
+) -> Ran:
     """Execute the notebooks; with `server` (the server's identity) and not `fresh`, a chapter whose
-    inputs are unchanged since its last run keeps its results and is not measured again. Returns the
-    executed notebooks of the chapters it measured."""
+    inputs are unchanged since its last run keeps its results and is not measured again. A chapter that
+    fails is recorded (failures.record) and the run goes on. `after_chapter(NN)` is called once each
+    chapter has measured, outside its timing (the site's refresh)."""
     attach_kernels(session_env)
     # The kernels (and the JVMs they start) read quick mode here too: no extra rounds in measure.
     before = os.environ.get("PIPELAB_QUICK")
     os.environ["PIPELAB_QUICK"] = "1" if quick else "0"
     try:
-        return _run_each(quick, only, server, fresh)
+        return _run_each(quick, only, server, fresh, after_chapter)
     finally:
         if before is None:
             os.environ.pop("PIPELAB_QUICK", None)
@@ -143,9 +174,11 @@ def book_progress(sources: list[Path], quick: bool) -> progress.Progress:
     return progress.Progress(chapters, of=len(notebooks()), pace=None if quick else 1.0)
 
 
-def _run_each(quick: bool, only: list[str] | None, server: str | None, fresh: bool) -> list[Path]:
+def _run_each(
+    quick: bool, only: list[str] | None, server: str | None, fresh: bool, after_chapter: Callable[[str], None] | None
+) -> Ran:
     sources = notebooks(only)
-    done = []
+    ran = Ran()
     sky = {}  # the machine's weather before the first chapter measured and after the last (not in quick mode)
     with book_progress(sources, quick) as board:
         for i, source in enumerate(sources):
@@ -164,16 +197,25 @@ def _run_each(quick: bool, only: list[str] | None, server: str | None, fresh: bo
             if not quick and not sky:
                 sky["before"] = _weather()
             board.start(i)
-            done.append(execute_noting_java(source, {"QUICK": quick}, board))
-            took = board.done()
-            if server:
-                ran = inputs.runs_log(source).read_text().split()
-                key = inputs.chapter_key(source, quick=quick, server=server, aliases=ran)
-                inputs.record(source, key | {"seconds": round(took, 1)})
+            failures.clear(source)
+            try:
+                ran.executed.append(execute_noting_java(source, {"QUICK": quick}, board))
+            except NotebookFailed as err:
+                failure = failures.record(source, board.chapters[i].name, err.reason)
+                board.failed(failure.line())
+                ran.failed.append(failure)
+            else:
+                took = board.done()
+                if server:
+                    aliases = inputs.runs_log(source).read_text().split()
+                    key = inputs.chapter_key(source, quick=quick, server=server, aliases=aliases)
+                    inputs.record(source, key | {"seconds": round(took, 1)})
+            if after_chapter:
+                after_chapter(source.name[:2])
     if sky:
         sky["after"] = _weather()
         weather.keep(sky, "pipelab: the machine's weather, ")
-    return done
+    return ran
 
 
 def _weather() -> dict[str, list[float]]:
@@ -205,9 +247,14 @@ def site_argv(site_dir: Path) -> list[str]:
 
 
 def build_site(site_dir: Path | None = None) -> Path:
+    """A whole, strict build. Built beside an existing site and swapped in, so that a reader reading it
+    meanwhile (live.LiveSite serves it) never finds it half written."""
     site_dir = site_dir or build_dir() / "site"
+    target = site_dir.with_name(f"{site_dir.name}.next") if site_dir.exists() else site_dir
+    if target != site_dir:
+        shutil.rmtree(target, ignore_errors=True)  # left by a build that was interrupted
     done = subprocess.run(
-        site_argv(site_dir),
+        site_argv(target),
         cwd=REPO,
         env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),  # else Material's banner is the first "WARNING" line below
         capture_output=True,
@@ -216,4 +263,10 @@ def build_site(site_dir: Path | None = None) -> Path:
     if done.returncode != 0:
         problems = [line for line in done.stderr.splitlines() if "WARNING" in line or "ERROR" in line]
         raise LabError(f"mkdocs build --strict failed: {(problems or done.stderr.splitlines() or ['?'])[0]}")
+    if target != site_dir:
+        old = site_dir.with_name(f"{site_dir.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        site_dir.rename(old)
+        target.rename(site_dir)
+        shutil.rmtree(old)
     return site_dir / "index.html"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -14,7 +15,7 @@ from ..course import timings as course
 from ..errors import LabError, friendly
 from ..lab import Session
 from ..paths import REPO, build_dir, reference_dir
-from . import agreement, calmtrial, conditions, reference, sitecheck
+from . import agreement, calmtrial, conditions, live, reference, sitecheck
 from . import build as book
 
 
@@ -34,7 +35,7 @@ def chapter_prefixes(text: str | None) -> list[str] | None:
     return out
 
 
-def measure(*, quick: bool, only: list[str] | None, fresh: bool) -> None:
+def measure(*, quick: bool, only: list[str] | None, fresh: bool, after_chapter=None) -> book.Ran:
     """Execute the chapter notebooks against a session the lab starts (or REDIS_URL's); a run that
     measured every chapter at full size records how long it took (reference.record_time)."""
     started = time.monotonic()
@@ -48,9 +49,17 @@ def measure(*, quick: bool, only: list[str] | None, fresh: bool) -> None:
             f"RTT injection: {session.proxy_note}",
             flush=True,
         )
-        ran = book.run_notebooks(session.env(), quick=quick, only=only, server=session.server_identity(), fresh=fresh)
-    if not quick and len(ran) == len(book.notebooks()):
+        ran = book.run_notebooks(
+            session.env(),
+            quick=quick,
+            only=only,
+            server=session.server_identity(),
+            fresh=fresh,
+            after_chapter=after_chapter,
+        )
+    if not quick and len(ran.executed) == len(book.notebooks()):
         reference.record_time(reference.BOOK_TIME, time.monotonic() - started)
+    return ran
 
 
 def _print_claims() -> None:
@@ -60,22 +69,27 @@ def _print_claims() -> None:
 
 def cmd_book(args) -> int:
     started = time.monotonic()
-    measure(
-        quick=args.quick, only=(args.only or []) + (chapter_prefixes(args.chapters) or []) or None, fresh=args.fresh
-    )
-    if not args.no_site:
-        index = book.build_site()
-        print(f"pipelab: site built: {index}")
+    only = (args.only or []) + (chapter_prefixes(args.chapters) or []) or None
+    with contextlib.ExitStack() as stack:
+        site = None if args.no_site else stack.enter_context(live.LiveSite())
+        ran = measure(quick=args.quick, only=only, fresh=args.fresh, after_chapter=site and site.refresh)
+        if site:
+            print(f"pipelab: site built: {book.build_site()}", flush=True)
     print(f"pipelab: book done in {time.monotonic() - started:.0f} s; results in {build_dir() / 'results'}")
-    if not args.no_site:  # last, as what the reader should look at first: sentences their run contradicts
+    if not args.no_site:  # what the reader should look at first: sentences their run contradicts
         _print_claims()
+    if ran.failed:  # last of all: what did not measure, and how to measure it again
+        print(f"pipelab: {len(ran.failed)} chapter(s) failed; every other chapter was measured.")
+        for failure in ran.failed:
+            print(f"pipelab: {failure.line()}")
+        return 1
     return 0
 
 
 def cmd_reference(args) -> int:
     took = {}
     if not args.from_results:
-        measure(quick=False, only=None, fresh=True)  # every chapter, full sizes, nothing kept from before
+        measure(quick=False, only=None, fresh=True).raise_failures()  # every chapter, full sizes, afresh
     kept = reference.unchanged_chapters()  # results not measured again keep their run's time
     names = reference.publish()
     print(f"pipelab: {len(names)} results files of {len(reference.chapters())} chapters copied into {reference_dir()}")

@@ -20,10 +20,12 @@ not committed yet), every marker says so instead of failing.
 
 from __future__ import annotations
 
+import filecmp
 import hashlib
 import inspect
 import json
 import logging
+import os
 import re
 import shutil
 from pathlib import Path, PurePosixPath
@@ -36,7 +38,7 @@ matplotlib.use("Agg")  # plots go to files only, also under `make serve` on a de
 import matplotlib.pyplot as plt
 
 from pipelab import chapters, paths, plots, results
-from pipelab.book import conditions, markers, reference, report, yourrun
+from pipelab.book import conditions, failures, live, markers, reference, report, yourrun
 from pipelab.chapters import claims
 from pipelab.course import timings as course
 
@@ -61,6 +63,8 @@ def on_config(config):
     # mkdocs-jupyter's cache lives in the build dir being built, so builds for different build dirs
     # (the tests make several, at once) never evict or half-read each other's entries.
     config.plugins["mkdocs-jupyter"].config["cache_dir"] = str(paths.build_dir() / JUPYTER_CACHE)
+    if os.environ.get(live.REFRESH_VAR):  # a refresh between chapters keeps the whole build's search index
+        config.plugins["material/search"].config.enabled = False
     return config
 
 
@@ -74,10 +78,14 @@ def on_files(files, config):
     staged.update({f"course/{p.name}": p for p in sorted((paths.REPO / "notebooks" / "exercises").glob("*.ipynb"))})
     for name, source in staged.items():
         (staging / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, staging / name)
+        target = staging / name
+        if not (target.exists() and filecmp.cmp(source, target, shallow=False)):
+            shutil.copyfile(source, target)  # only when it changed: a refresh (live.py) rebuilds what is newer
         files.append(File(name, str(staging), config["site_dir"], config["use_directory_urls"]))
     for name in _draw_plots():
         files.append(File.generated(config, f"figures/{name}.png", abs_src_path=str(_figures() / f"{name}.png")))
+    if os.environ.get(live.REFRESH_VAR):  # between chapters only the chapter's pages are built (live.py)
+        return files
     if yourrun.draw(_figures() / yourrun.PLOT):  # the "Your run" page's scatter plot
         files.append(File.generated(config, f"figures/{yourrun.PLOT}", abs_src_path=str(_figures() / yourrun.PLOT)))
     return files
@@ -199,4 +207,15 @@ def on_page_markdown(markdown, page, config, files):
             log.warning(f"{page.file.src_uri}: {err}")  # --strict: the build stops on it
             return ""
 
-    return markers.VALUE.sub(value, markers.BLOCK.sub(marker, markers.CONDITION.sub(condition, markdown)))
+    markdown = markers.VALUE.sub(value, markers.BLOCK.sub(marker, markers.CONDITION.sub(condition, markdown)))
+    return _with_failure(markdown, page.file.src_uri)
+
+
+def _with_failure(markdown: str, src_uri: str) -> str:
+    """A chapter whose notebook failed on the reader's run: what failed, under the page's title."""
+    chapter = re.fullmatch(r"chapters/(\d\d)-[\w-]+\.md", src_uri)
+    failure = failures.recorded(chapter[1]) if chapter else None
+    if failure is None:
+        return markdown
+    title, rest = markdown.split("\n", 1) if markdown.startswith("# ") else ("", markdown)
+    return f"{title}\n\n{failure.banner()}\n{rest}"

@@ -89,6 +89,7 @@ class Chapter:
     reference_s: float | None = None  # the reference run's time, if there is one
     took_s: float | None = None
     kept: bool = False  # not run: its results were unchanged
+    failed: bool = False  # its notebook failed (book.failures)
 
 
 class Progress:
@@ -140,6 +141,16 @@ class Progress:
             self._show(self._with_left(line), end=True)
             return chapter.took_s
 
+    def failed(self, why: str) -> None:
+        """The current chapter failed: said in one line, and the run goes on."""
+        with self._lock:
+            chapter = self.chapters[self.current]
+            chapter.took_s, chapter.failed = self.now() - self.started, True
+            self.current = None
+            self._show(f"{self._name(chapter)} · failed after {clock(chapter.took_s)}", end=True)
+            self.out.write(f"pipelab: {why}\n")
+            self.out.flush()
+
     def keep(self, index: int) -> None:
         """Not run (unchanged): done, in no time."""
         self.chapters[index].took_s, self.chapters[index].kept = 0.0, True
@@ -149,7 +160,7 @@ class Progress:
     def left(self) -> float | None:
         if not self.estimable:
             return None
-        ran = [(c.took_s, c.reference_s) for c in self.chapters if c.took_s is not None and not c.kept]
+        ran = [(c.took_s, c.reference_s) for c in self.chapters if c.took_s is not None and not (c.kept or c.failed)]
         current = None
         if self.current is not None:
             current = (self.now() - self.started, self.chapters[self.current].reference_s)
@@ -166,7 +177,10 @@ class Progress:
     def table(self) -> list[str]:
         """The end of the run: each chapter's time, and the total."""
         rows = [
-            (self._name(c), "kept (unchanged)" if c.kept else clock(c.took_s))
+            (
+                self._name(c),
+                "kept (unchanged)" if c.kept else f"failed after {clock(c.took_s)}" if c.failed else clock(c.took_s),
+            )
             for c in self.chapters
             if c.took_s is not None
         ]
