@@ -6,10 +6,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CancellationException;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisFuture;
@@ -24,7 +20,8 @@ final class LettuceQueueTrap extends LettuceTraps {
     /**
      * K SETs queued with auto-flush off, for K = size/4, size/2 and size: the time to queue them
      * (mode queue_<K>), the heap they hold after GC (fact queued_<K>_heap_mb, median), then a flush
-     * and every reply awaited, and the server's SET count checked. Then the same with
+     * and every reply awaited (one that timed out is counted: queued_timed_out), and the server's
+     * SET count checked against the client's. Then the same with
      * requestQueueSize(Q): how many were refused, and how, and what the heap held.
      */
     static void queueTrap(LabSupport.Report report, LabSupport.Settings s, ClientResources resources,
@@ -41,11 +38,13 @@ final class LettuceQueueTrap extends LettuceTraps {
         RedisClient client = client(resources, s.host(), s.port(), QUEUE_TIMEOUT, ClientOptions.create());
         List<RedisFuture<String>> futures = new ArrayList<>(s.size()); // sized now, so no baseline counts it
         Map<Integer, Long> held = new LinkedHashMap<>();
+        int timedOut = 0;
         try (StatefulRedisConnection<String, String> connection = client.connect()) {
             for (int k : ks) {
                 long[] baseline = {0};
                 List<Long> heldRecorded = new ArrayList<>();
-                int[] iteration = {0};
+                int[] ok = {0};
+                int[] late = {0};
                 Map<String, Long> before = LabSupport.commandCalls(s);
                 LabSupport.Samples samples = LabSupport.measure(s, () -> {
                     futures.clear();
@@ -53,15 +52,18 @@ final class LettuceQueueTrap extends LettuceTraps {
                     baseline[0] = heapAfterGc();
                 }, () -> queue(connection, keys, value, k, futures), () -> {
                     heldRecorded.add(heapAfterGc() - baseline[0]); // the queued commands are all still reachable
-                    iteration[0]++;
                     connection.flushCommands();
                     connection.setAutoFlushCommands(true);
-                    awaitAllOk(futures, "queued SET");
+                    Ended ended = awaitEach(futures, QUEUE_TIMEOUT.plus(WAIT));
+                    if (ended.failed.count > 0) {
+                        throw LabSupport.failure("a queued SET failed: " + ended.failed.first());
+                    }
+                    ok[0] += ended.ok;
+                    late[0] += ended.timedOut.count;
                 });
-                long sets = LabSupport.callsBetween(before, LabSupport.commandCalls(s)).getOrDefault("set", 0L);
-                if (sets != (long) k * iteration[0]) {
-                    throw LabSupport.failure("the server ran " + sets + " SETs for " + iteration[0] + " runs of " + k);
-                }
+                // A timed-out SET still queued is never sent; one already sent may still run.
+                requireServerRan(s, before, ok[0], late[0], "queued");
+                timedOut += late[0];
                 report.add("queue_" + k, "queue " + k, "cmds", k, samples);
                 // The recorded iterations are the last ones; how many warm-ups came first varies.
                 long median = medianOf(heldRecorded.subList(heldRecorded.size() - samples.size(), heldRecorded.size()));
@@ -76,6 +78,7 @@ final class LettuceQueueTrap extends LettuceTraps {
         // The slope between the smallest and the largest K: per-command cost, fixed costs cancelled.
         double perCommand = large > small ? (held.get(large) - held.get(small)) / (double) (large - small)
                 : held.get(large) / (double) large;
+        report.fact("queued_timed_out", timedOut);
         report.fact("queued_bytes_per_command", Math.round(perCommand));
         report.fact("queued_commands_to_fill_heap", Math.round(Runtime.getRuntime().maxMemory() / perCommand));
 
@@ -103,7 +106,7 @@ final class LettuceQueueTrap extends LettuceTraps {
 
     /** As queue(), on a bounded connection: keeps what was accepted, counts what was refused. */
     static void queueBounded(StatefulRedisConnection<String, String> connection, List<String> keys, String value,
-                             int k, List<RedisFuture<String>> accepted, Refusals refused) {
+                             int k, List<RedisFuture<String>> accepted, Errors refused) {
         connection.setAutoFlushCommands(false);
         RedisAsyncCommands<String, String> async = connection.async();
         for (int i = 0; i < k; i++) {
@@ -118,21 +121,6 @@ final class LettuceQueueTrap extends LettuceTraps {
     }
     // --8<-- [end:queue_bounded]
 
-    /** Refused commands: how many, and what the first one said. */
-    static final class Refusals {
-        int count;
-        Throwable first;
-
-        void add(Throwable error) {
-            count++;
-            first = first == null ? error : first;
-        }
-
-        String first() {
-            return first == null ? "none" : describe(first);
-        }
-    }
-
     /**
      * K = size SETs queued on a connection bounded to Q (size/10, at most 10,000): facts
      * bounded_accepted, bounded_refused, bounded_error, the heap held after GC, and the SETs
@@ -145,7 +133,7 @@ final class LettuceQueueTrap extends LettuceTraps {
         RedisClient client = client(resources, s.host(), s.port(), QUEUE_TIMEOUT, bounded(q));
         try (StatefulRedisConnection<String, String> connection = client.connect()) {
             List<RedisFuture<String>> accepted = new ArrayList<>(q);
-            Refusals refused = new Refusals();
+            Errors refused = new Errors();
             Map<String, Long> before = LabSupport.commandCalls(s);
             settle();
             long baseline = heapAfterGc();
@@ -154,18 +142,19 @@ final class LettuceQueueTrap extends LettuceTraps {
             long heap = heapAfterGc() - baseline;
             connection.flushCommands();
             connection.setAutoFlushCommands(true);
-            awaitAllOk(accepted, "accepted SET");
-            long sets = LabSupport.callsBetween(before, LabSupport.commandCalls(s)).getOrDefault("set", 0L);
+            Ended ended = awaitEach(accepted, QUEUE_TIMEOUT.plus(WAIT));
+            if (ended.failed.count > 0) {
+                throw LabSupport.failure("an accepted SET failed: " + ended.failed.first());
+            }
+            long sets = requireServerRan(s, before, ended.ok, ended.timedOut.count, "accepted");
             report.fact("bounded_request_queue_size", q);
             report.fact("bounded_offered", k);
             report.fact("bounded_accepted", accepted.size());
             report.fact("bounded_refused", refused.count);
             report.fact("bounded_error", refused.first());
             report.fact("bounded_heap_mb", round1(heap / 1e6));
+            report.fact("bounded_timed_out", ended.timedOut.count);
             report.fact("bounded_server_sets", sets);
-            if (sets != accepted.size()) {
-                throw LabSupport.failure("the server ran " + sets + " SETs but " + accepted.size() + " were accepted");
-            }
         } finally {
             client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
         }
@@ -185,6 +174,15 @@ final class LettuceQueueTrap extends LettuceTraps {
         int q = Math.min(MAX_BOUND, Math.max(1, f / 10));
         report.fact("firehose_commands", f);
         report.fact("firehose_link_kb_s", SLOW_KB_S);
+        // What the queue weighs against the link and the command timeout (toxiproxy's KB is 1,000 bytes).
+        long wire = 0;
+        for (int i = 0; i < f; i++) {
+            wire += setBytes(keys.get(i % keys.size()), value);
+        }
+        report.fact("firehose_wire_mb", round1(wire / 1e6));
+        report.fact("firehose_link_s", Math.round(wire / (SLOW_KB_S * 1000.0)));
+        report.fact("firehose_command_timeout_s", QUEUE_TIMEOUT.toSeconds());
+        report.fact("firehose_pass_within_timeout", QUEUE_TIMEOUT.toSeconds() * SLOW_KB_S * 1000 * f / wire);
         for (boolean bounded : new boolean[] {false, true}) {
             String name = bounded ? "firehose_bounded" : "firehose";
             ClientOptions options = bounded ? bounded(q) : ClientOptions.create();
@@ -192,7 +190,7 @@ final class LettuceQueueTrap extends LettuceTraps {
             try (StatefulRedisConnection<String, String> connection = client.connect()) {
                 RedisAsyncCommands<String, String> async = connection.async();
                 List<RedisFuture<String>> accepted = new ArrayList<>(f);
-                Refusals refused = new Refusals();
+                Errors refused = new Errors();
                 settle();
                 long heapBefore = heapAfterGc();
                 long directBefore = directMemory();
@@ -211,7 +209,7 @@ final class LettuceQueueTrap extends LettuceTraps {
                 settle(); // the event loop takes what it was handed; refused commands leave the timer
                 // Refused on the event loop meanwhile: dropped, as the application would after handling
                 // them (each holds an exception with its stack trace, which is no queue cost).
-                Refusals later = new Refusals();
+                Errors later = new Errors();
                 for (var it = accepted.iterator(); it.hasNext(); ) {
                     RedisFuture<String> future = it.next();
                     if (future.toCompletableFuture().isCompletedExceptionally()) {
@@ -224,23 +222,23 @@ final class LettuceQueueTrap extends LettuceTraps {
                 long arrived = LabSupport.callsBetween(before, LabSupport.commandCalls(s)).getOrDefault("set", 0L);
                 proxy.toxics().remove("slow"); // what the toxic still holds goes through at once
                 // Accepted by write() is not accepted by the channel: with a bound, CommandHandler
-                // refuses on the event loop once Q commands await their replies.
-                int ok = 0;
-                long deadline = System.nanoTime() + QUEUE_TIMEOUT.toNanos();
-                for (RedisFuture<String> future : accepted) {
-                    try {
-                        future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-                        ok++;
-                    } catch (ExecutionException | CancellationException | TimeoutException e) {
-                        later.add(unwrap(e));
-                    }
+                // refuses on the event loop once Q commands await their replies. The command timeout
+                // started at write(), so what still waits behind the link may time out meanwhile.
+                Ended ended = awaitEach(accepted, QUEUE_TIMEOUT.plus(WAIT));
+                if (!bounded && ended.failed.count + refused.count > 0) { // no bound, so nothing may be refused
+                    throw LabSupport.failure((ended.failed.count + refused.count) + " of " + f
+                            + " unbounded SETs failed: " + (ended.failed.count > 0 ? ended.failed : refused).first());
                 }
-                long sets = LabSupport.callsBetween(before, LabSupport.commandCalls(s)).getOrDefault("set", 0L);
+                later.addAll(ended.failed);
+                long sets = requireServerRan(s, before, ended.ok, ended.timedOut.count, name);
                 report.fact(name + "_loop_ms", loopMs);
                 report.fact(name + "_applied_when_loop_ended", arrived);
                 report.fact(name + "_heap_mb", round1(heap / 1e6));
                 report.fact(name + "_direct_mb", directBefore < 0 ? -1 : round1(direct / 1e6));
-                report.fact(name + "_ok", ok);
+                report.fact(name + "_ok", ended.ok);
+                report.fact(name + "_timed_out", ended.timedOut.count);
+                report.fact(name + "_timed_out_ran", sets - ended.ok); // timed out in the client, run by Redis
+                report.fact(name + "_drain_ms", ended.ms);
                 report.fact(name + "_server_sets", sets);
                 if (bounded) {
                     report.fact(name + "_request_queue_size", q);
@@ -248,12 +246,6 @@ final class LettuceQueueTrap extends LettuceTraps {
                     report.fact(name + "_refused_later", later.count);
                     report.fact(name + "_error_at_call", refused.first());
                     report.fact(name + "_error_later", later.first());
-                } else if (later.count + refused.count > 0) {
-                    throw LabSupport.failure((later.count + refused.count) + " of " + f + " unbounded SETs failed: "
-                            + (later.count > 0 ? later.first() : refused.first()));
-                }
-                if (sets != ok) {
-                    throw LabSupport.failure("the server ran " + sets + " SETs but " + ok + " futures succeeded");
                 }
             } finally {
                 proxy.toxics().removeOurs();

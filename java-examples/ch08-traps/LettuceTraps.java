@@ -72,6 +72,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -288,15 +289,79 @@ public class LettuceTraps {
         return previous;
     }
 
-    /** Every future completes without error within QUEUE_TIMEOUT, or the example fails. */
-    static <T> void awaitAllOk(List<RedisFuture<T>> futures, String what) throws Exception {
-        long deadline = System.nanoTime() + QUEUE_TIMEOUT.toNanos();
+    /** Errors of one kind: how many, and what the first one said. */
+    static final class Errors {
+        int count;
+        Throwable first;
+
+        void add(Throwable error) {
+            count++;
+            first = first == null ? error : first;
+        }
+
+        void addAll(Errors other) {
+            count += other.count;
+            first = first == null ? other.first : first;
+        }
+
+        String first() {
+            return first == null ? "none" : describe(first);
+        }
+    }
+
+    /**
+     * How futures ended: answered, timed out (the command timeout, which starts at write() and so
+     * runs while a command still waits in a queue, or the end of our own wait), or failed otherwise.
+     * Counted, not thrown: on a slower machine more commands time out, a finding, not a bug.
+     */
+    static final class Ended {
+        int ok;
+        final Errors timedOut = new Errors();
+        final Errors failed = new Errors();
+        long ms; // from the start of the wait until the last future ended
+    }
+
+    /** Awaits every future until `wait` has passed since the call, and counts how each ended. */
+    static <T> Ended awaitEach(List<RedisFuture<T>> futures, Duration wait) throws InterruptedException {
+        Ended ended = new Ended();
+        long start = System.nanoTime();
+        long deadline = start + wait.toNanos();
         for (RedisFuture<T> future : futures) {
             try {
                 future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-            } catch (ExecutionException | TimeoutException | CancellationException e) {
-                throw LabSupport.failure("a " + what + " failed: " + describe(unwrap(e)));
+                ended.ok++;
+            } catch (TimeoutException e) {
+                ended.timedOut.add(e);
+            } catch (ExecutionException | CancellationException e) {
+                Throwable cause = unwrap(e);
+                (cause instanceof RedisCommandTimeoutException ? ended.timedOut : ended.failed).add(cause);
             }
+        }
+        ended.ms = (System.nanoTime() - start) / 1_000_000;
+        return ended;
+    }
+
+    /**
+     * The SETs the server ran since `before`, once its count settles: at least the `ok` the client
+     * saw answered, at most `ok` + `timedOut` (a command that timed out in the client may have been
+     * sent already, and then it runs). Outside that, a reply was lost or the counts contradict.
+     */
+    static long requireServerRan(LabSupport.Settings s, Map<String, Long> before, long ok, long timedOut, String what)
+            throws InterruptedException {
+        long sets = LabSupport.settledCalls(s, before, "set", WAIT);
+        if (sets < ok || sets > ok + timedOut) {
+            throw LabSupport.failure("the server ran " + sets + " SETs for " + ok + " " + what + " SETs answered and "
+                    + timedOut + " timed out");
+        }
+        return sets;
+    }
+
+    /** Every future completes without error within QUEUE_TIMEOUT, or the example fails. */
+    static <T> void awaitAllOk(List<RedisFuture<T>> futures, String what) throws Exception {
+        Ended ended = awaitEach(futures, QUEUE_TIMEOUT);
+        if (ended.ok < futures.size()) {
+            Errors why = ended.failed.count > 0 ? ended.failed : ended.timedOut;
+            throw LabSupport.failure("a " + what + " failed: " + why.first());
         }
     }
 
@@ -319,6 +384,16 @@ public class LettuceTraps {
         String message = e.getMessage();
         return e.getClass().getSimpleName() + (message == null || message.isBlank() ? ""
                 : ": " + message.strip().replaceAll("\\s+", " "));
+    }
+
+    /** The bytes of SET key value on the wire (a RESP array of three bulk strings). */
+    static long setBytes(String key, String value) {
+        long bytes = "*3\r\n".length();
+        for (String part : new String[] {"SET", key, value}) {
+            int length = part.getBytes(StandardCharsets.UTF_8).length;
+            bytes += 1 + String.valueOf(length).length() + 2 + length + 2; // $<length>\r\n<bytes>\r\n
+        }
+        return bytes;
     }
 
     static long medianOf(List<Long> values) {

@@ -231,7 +231,7 @@ public class RedissonTraps {
                 Outcome outcome = execute(batch);
                 // What the application's futures say once Redis has stopped: counted before the
                 // client shuts down, since shutting down could complete the pending ones.
-                RedissonSupport.settledCalls(s, Map.of(), "incr", SETTLE);
+                LabSupport.settledCalls(s, Map.of(), "incr", SETTLE);
                 for (RFuture<Long> future : futures) {
                     CompletableFuture<Long> f = future.toCompletableFuture();
                     views[!f.isDone() ? 2 : f.isCompletedExceptionally() ? 1 : 0]++;
@@ -268,7 +268,7 @@ public class RedissonTraps {
             report.add("small_batches", "redisson " + CHUNK + "-INCR batches", "INCRs", keys.size(), samples);
             return null;
         });
-        long incrs = RedissonSupport.settledCalls(s, before, "incr", SETTLE);
+        long incrs = LabSupport.settledCalls(s, before, "incr", SETTLE);
         report.fact("small_batches_timeouts", timeouts[0]);
         report.fact("small_batches_incr_calls_per_run", incrs / iterations[0]);
         report.fact("small_batches_counter_total", last[0].total);
@@ -726,7 +726,7 @@ public class RedissonTraps {
             if (leftMs > 0) {
                 Thread.sleep(leftMs); // commands held by the pause still run when it ends
             }
-            long incrs = RedissonSupport.settledCalls(s, before, "incr", SETTLE);
+            long incrs = LabSupport.settledCalls(s, before, "incr", SETTLE);
             Map<String, Long> calls = LabSupport.callsBetween(before, LabSupport.commandCalls(s));
             Watch.Seen seen = watch == null ? null : watch.stop(control);
             return new Run(outcome, calls, incrs, Tally.of(control, keys), seen);

@@ -24,6 +24,7 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
 import java.lang.management.MemoryUsage;
+import java.time.Duration;
 import java.util.AbstractList;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -523,6 +524,29 @@ final class LabSupport {
             }
         });
         return delta;
+    }
+
+    /**
+     * How many times Redis ran `command` (INFO commandstats, e.g. "incr") since `before`, read
+     * every 200 ms until two readings agree: a client's timeout cancels nothing, so after one
+     * Redis may still be working through what it was sent. Gives up after `limit`.
+     */
+    static long settledCalls(Settings s, Map<String, Long> before, String command, Duration limit)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + limit.toNanos();
+        long last = -1;
+        while (true) {
+            long now = callsBetween(before, commandCalls(s)).getOrDefault(command, 0L);
+            if (now == last) {
+                return now;
+            }
+            if (System.nanoTime() > deadline) {
+                throw failure("Redis was still executing " + command.toUpperCase(Locale.ROOT) + " "
+                        + limit.toSeconds() + " s after the run");
+            }
+            last = now;
+            Thread.sleep(200);
+        }
     }
 
     /**

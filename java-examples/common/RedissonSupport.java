@@ -2,8 +2,7 @@
 // SaddBench, chapter 3's RedissonModes, chapter 4's, chapter 8's RedissonTraps; a cluster:
 // chapter 5's), kept once so that all run the same one, Redisson's two ways of sending the SADD
 // workload (one by one, an RBatch), the same code on one server and on a cluster, and the plumbing
-// of a run that may time out (a client of its own, the exception in one line, waiting until Redis
-// has run what it was sent). Only they pull it in,
+// of a run that may time out (a client of its own, the exception in one line). Only they pull it in,
 //   //SOURCES ../common/RedissonSupport.java
 // since it compiles against the Redisson each of them declares in //DEPS; LabSupport and
 // SaddWorkload stay Jedis-only. Both configurations carry the user, password, database and TLS of
@@ -11,9 +10,7 @@
 // cluster's nodes get the same.
 //SOURCES LabConnection.java
 
-import java.time.Duration;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 
 import org.redisson.Redisson;
@@ -128,28 +125,6 @@ final class RedissonSupport {
         return e.getClass().getSimpleName() + (message.isEmpty() ? "" : ": " + message);
     }
 
-    /**
-     * How many times Redis ran `command` (INFO commandstats, e.g. "incr") since `before`, read
-     * every 200 ms until two readings agree: a client's timeout cancels nothing, so after one
-     * Redis may still be working through what it was sent. Gives up after `limit`.
-     */
-    static long settledCalls(LabSupport.Settings s, Map<String, Long> before, String command, Duration limit)
-            throws InterruptedException {
-        long deadline = System.nanoTime() + limit.toNanos();
-        long last = -1;
-        while (true) {
-            long now = LabSupport.callsBetween(before, LabSupport.commandCalls(s)).getOrDefault(command, 0L);
-            if (now == last) {
-                return now;
-            }
-            if (System.nanoTime() > deadline) {
-                throw LabSupport.failure("Redis was still executing " + command.toUpperCase(Locale.ROOT) + " "
-                        + limit.toSeconds() + " s after the run");
-            }
-            last = now;
-            Thread.sleep(200);
-        }
-    }
 
     /**
      * s.url()'s user, password and CA on a Config (Redisson 4 keeps them there, for every node);
