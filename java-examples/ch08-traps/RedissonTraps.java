@@ -248,6 +248,7 @@ public class RedissonTraps {
         // that still times out (a stall of a busy machine) fails instead of running twice.
         report.fact("small_batches_size", CHUNK);
         int[] timeouts = {0};
+        int[] sent = {0};
         Map<String, Long> before = LabSupport.commandCalls(s);
         int[] iterations = {0};
         Tally[] last = {null};
@@ -257,6 +258,7 @@ public class RedissonTraps {
                     BatchOptions options = BatchOptions.defaults()
                             .responseTimeout(BIG_TIMEOUT_MS, TimeUnit.MILLISECONDS).retryAttempts(0);
                     List<String> chunk = keys.subList(from, Math.min(from + CHUNK, keys.size()));
+                    sent[0]++;
                     if (!execute(incrBatch(client, options, chunk)).ok()) {
                         timeouts[0]++;
                     }
@@ -269,6 +271,7 @@ public class RedissonTraps {
             return null;
         });
         long incrs = LabSupport.settledCalls(s, before, "incr", SETTLE);
+        report.fact("small_batches_sent", sent[0]);
         report.fact("small_batches_timeouts", timeouts[0]);
         report.fact("small_batches_incr_calls_per_run", incrs / iterations[0]);
         report.fact("small_batches_counter_total", last[0].total);

@@ -141,6 +141,8 @@ def timeout_summary(rows: list, sizing: dict, n_fast: int, java) -> dict:
         "redisson_retry_outcome": fact(java, "redisson_timeout_default_retry_outcome"),
         "redisson_retry_set_calls": fact(java, "redisson_timeout_default_retry_set_calls"),
         "redisson_batch": fact(java, "redisson_small_batch_size"),
+        "redisson_batches_sent": fact(java, "redisson_small_batches_sent"),
+        "redisson_batches_late": fact(java, "redisson_small_batches_late"),
         "jedis_so_timeout_ms": fact(java, "jedis_so_timeout_ms", "ms"),
         "jedis_outcome": fact(java, "jedis_pipeline_outcome"),
         "lettuce_timeout_ms": fact(java, "lettuce_timeout_ms", "ms"),
