@@ -7,13 +7,14 @@
 #   make prefetch  fetch and compile everything the course needs (before a training day)
 #   make course    run and time every exercise's solution
 #   make reference measure the whole book afresh and make it the committed reference run (pipelab/reference_run)
+#   make slow-machine  the timing-sensitive examples at full size, every CPU kept busy meanwhile (about 10 min)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := build/venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test check lint lab serve site tools clean system-deps prefetch course lock reference
+.PHONY: book test check lint lab serve site tools clean system-deps prefetch course lock reference slow-machine
 
 # Debian tools the chapters use when they can have them: redis-benchmark (redis-tools) is the
 # server's own ceiling, strace counts system calls, docker-compose v1 checks docker-compose.yml
@@ -63,6 +64,9 @@ test: $(VENV)/.lab-installed lint system-deps  # the tests open `make lab`'s Jup
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+slow-machine: $(STAMP) system-deps
+	PIPELAB_SLOW_MACHINE=1 $(BIN)/python -m pytest -m slow_machine tests/test_slow_machine.py $(PYTEST_ARGS)
 
 # No server, JDK or notebook run: the tests marked unit (tests/conftest.py gives every test its marker).
 check: lint

@@ -46,22 +46,39 @@ def test_actionlint_finds_nothing_in_the_workflow():
 def test_the_workflow_tests_then_builds_the_book_then_deploys_it():
     jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
     runs = {name: " ".join(step.get("run", "") for step in job.get("steps", [])) for name, job in jobs.items()}
-    legs = {leg["os"]: leg["make"] for leg in jobs["test"]["strategy"]["matrix"]["include"]}
+    legs = legs_of(jobs["test"])
     assert jobs["test"]["runs-on"] == "${{ matrix.os }}" and "make ${{ matrix.make }}" in runs["test"]
-    assert legs["ubuntu-24.04"] == "test", "CI runs what .ci/run runs"
-    assert jobs["site"]["needs"] == "test" and "make book" in runs["site"]
-    assert any(step.get("with", {}).get("path") == "build/site" for step in jobs["site"]["steps"])
+    assert legs[("ubuntu-24.04", "3.12")] == ["test", "slow-machine"], "CI runs what .ci/run runs, and the busy machine"
+    assert jobs["site"]["needs"] == "test" and "make book PYTHON=python3" in runs["site"], "the full sizes, every push"
+    assert jobs["site"]["if"] == "github.event_name != 'pull_request'", "every push, never a pull request"
+    default_branch = "github.ref_name == github.event.repository.default_branch"
+    upload = next(step for step in jobs["site"]["steps"] if step.get("with", {}).get("path") == "build/site")
+    assert upload["if"] == default_branch and jobs["deploy"]["if"] == default_branch, (
+        "only the default branch publishes"
+    )
     assert jobs["deploy"]["needs"] == "site" and jobs["deploy"]["permissions"] == {
         "pages": "write",
         "id-token": "write",
     }
-    assert "pull_request" in jobs["site"]["if"], "a pull request is tested, never published"
+
+
+def legs_of(job: dict) -> dict[tuple[str, str], list[str]]:
+    legs: dict[tuple[str, str], list[str]] = {}
+    for leg in job["strategy"]["matrix"]["include"]:
+        legs.setdefault((leg["os"], leg["python"]), []).append(leg["make"])
+    return legs
+
+
+def test_the_quick_book_runs_on_every_python_the_readme_names():
+    readme = (REPO / "README.md").read_text()
+    legs = legs_of(yaml.safe_load(WORKFLOW.read_text())["jobs"]["test"])
+    for python in ("3.11", "3.13", "3.14"):
+        assert python in readme and legs[("ubuntu-24.04", python)] == ["book QUICK=1"], python
 
 
 def test_the_quick_book_runs_on_a_mac_with_homebrews_redis_benchmark():
     test = yaml.safe_load(WORKFLOW.read_text())["jobs"]["test"]
-    legs = {leg["os"]: leg["make"] for leg in test["strategy"]["matrix"]["include"]}
-    assert legs["macos-14"] == "book QUICK=1", "macos-14 is Apple silicon (arm64)"
+    assert legs_of(test)[("macos-14", "3.12")] == ["book QUICK=1"], "macos-14 is Apple silicon (arm64)"
     steps = {step.get("run", ""): step.get("if", "") for step in test["steps"]}
     assert steps["brew install redis"] == "runner.os == 'macOS'"
     apt = next(run for run in steps if "apt-get" in run)

@@ -175,7 +175,11 @@ def book_progress(sources: list[Path], quick: bool) -> progress.Progress:
 
 
 def _run_each(
-    quick: bool, only: list[str] | None, server: str | None, fresh: bool, after_chapter: Callable[[str], None] | None
+    quick: bool,
+    only: list[str] | None,
+    server: str | None,
+    fresh: bool,
+    after_chapter: Callable[[str], None] | None = None,
 ) -> Ran:
     sources = notebooks(only)
     ran = Ran()
