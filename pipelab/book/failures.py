@@ -13,7 +13,7 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..paths import build_dir, notebooks_out_dir, results_dir
+from ..paths import REPO, build_dir, notebooks_out_dir, results_dir
 from . import inputs
 
 
@@ -39,7 +39,7 @@ class Failure:
         """The admonition at the top of the chapter's page."""
         return (
             f'!!! failure "Your run of this chapter failed"\n'
-            f"    `make book` measured the other chapters, but this one stopped: {self.reason.rstrip('.')}.\n"
+            f"    Your `make book` stopped in this chapter: {self.reason.rstrip('.')}. It went on with the others.\n"
             f"    The figures on this page are the reference machine's. `{self.rerun}` measures this chapter "
             f"again; the partly run notebook is `{self.notebook}`.\n"
         )
@@ -65,9 +65,14 @@ def record(source: Path, title: str, reason: str) -> Failure:
     if (executed := notebooks_out_dir() / source.name).exists():
         shutil.move(executed, copy)
     inputs.stamp_path(source).unlink(missing_ok=True)
-    failure = Failure(chapter, title, reason, str(copy))
+    failure = Failure(chapter, title, reason, _shown(copy))
     _record_path(chapter).write_text(json.dumps(asdict(failure), indent=1))
     return failure
+
+
+def _shown(path: Path) -> str:
+    """A path as the reader types it: relative to the checkout when it is inside it."""
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
 def clear(source: Path) -> None:
