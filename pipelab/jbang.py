@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -116,14 +117,26 @@ def jbang_argv(args: list[str]) -> list[str]:
     return ["true"]
 
 
+@contextlib.contextmanager
+def compiling():
+    """Held while JBang may compile: two JBangs building one script into the same cache at once
+    fail with "Error creating/updating jar" (a fresh cache, the notebooks and the course at once)."""
+    lock_path = cache_dir() / "pipelab-compile.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _from_jar(args: list[str]) -> subprocess.CompletedProcess:
-    first = subprocess.run(
-        [require_jdk(), "-classpath", str(jbang_jar()), "dev.jbang.Main", *args],
-        cwd=REPO,
-        env=jbang_env(),
-        capture_output=True,
-        text=True,
-    )
+    with compiling():
+        first = subprocess.run(
+            [require_jdk(), "-classpath", str(jbang_jar()), "dev.jbang.Main", *args],
+            cwd=REPO,
+            env=jbang_env(),
+            capture_output=True,
+            text=True,
+        )
     if first.returncode not in (0, 255):
         raise LabError(f"jbang {' '.join(args)} failed: {failure_line(first.stderr or first.stdout)}")
     return first
@@ -223,10 +236,17 @@ def jbang_output(args: list[str]) -> str:
 STACK_FRAME = re.compile(r"^\s+at |^\s*\.\.\. \d+ (more|common frames omitted)$")
 
 
+JBANG_HINT = "[jbang] Run with --verbose"  # follows JBang's own error line, which says more
+
+
 def failure_line(text: str) -> str:
     """The line that says why a program failed: the last one it printed that is not a stack frame (of a
     Java exception, its deepest "Caused by:"), or "no output"."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip() and not STACK_FRAME.match(line)]
+    lines = [
+        line.strip()
+        for line in text.strip().splitlines()
+        if line.strip() and not STACK_FRAME.match(line) and not line.startswith(JBANG_HINT)
+    ]
     return lines[-1] if lines else "no output"
 
 
@@ -234,7 +254,8 @@ def jbang(args: list[str], *, quiet: bool = False) -> subprocess.CompletedProces
     """Run jbang with `args` from the repo root (where jbang-catalog.json is); raise on failure."""
     require_jdk()
     argv = jbang_argv(args)
-    done = subprocess.run(argv, cwd=REPO, env=jbang_env(), capture_output=True, text=True)
+    with compiling() if args[:1] == ["build"] else contextlib.nullcontext():
+        done = subprocess.run(argv, cwd=REPO, env=jbang_env(), capture_output=True, text=True)
     if done.returncode != 0:
         raise LabError(f"jbang {' '.join(args)} failed: {failure_line(done.stderr or done.stdout)}")
     if not quiet and done.stdout:

@@ -23,11 +23,15 @@ def test_a_helper_answers_1_for_a_probe_at_its_fast_speed_and_0_for_a_slow_one(t
     monkeypatch.setattr(calmtrial, "loop_ms", lambda count: next(times))
     path = str(tmp_path / "cpu")
     threading.Thread(target=calmtrial.serve, args=(path,), daemon=True).start()
-    deadline = time.monotonic() + 10
-    while not os.path.exists(path) and time.monotonic() < deadline:
-        time.sleep(0.01)
     link = socket.socket(socket.AF_UNIX)
-    link.connect(path)
+    deadline = time.monotonic() + 10
+    while True:  # the socket's file appears at bind(), before listen(): a connect may be refused once
+        try:
+            link.connect(path)
+            break
+        except (FileNotFoundError, ConnectionRefusedError):
+            assert time.monotonic() < deadline, "the helper never listened"
+            time.sleep(0.01)
     answers = []
     with link, link.makefile("rwb", buffering=0) as f:
         for _ in range(4):

@@ -166,6 +166,22 @@ def test_a_failure_is_told_by_its_cause_not_by_a_stack_frame():
     assert jbang.failure_line(trace) == "Caused by: java.net.SocketTimeoutException: Read timed out"
     assert jbang.failure_line("npm ERR! 404 Not Found\n") == "npm ERR! 404 Not Found"
     assert jbang.failure_line("\n \n") == "no output"
+    jbang_says = "[jbang] [ERROR] Error creating/updating jar\n[jbang] Run with --verbose for more details.\n"
+    assert jbang.failure_line(jbang_says) == "[jbang] [ERROR] Error creating/updating jar"
+
+
+def test_two_processes_compiling_one_alias_into_a_fresh_cache_both_get_its_command(jdk, tmp_path):
+    """What the course and a notebook do at once after a change to a common source: unserialised,
+    one of the two JBangs failed with "Error creating/updating jar"."""
+    learn = "from pipelab import jbang; print(jbang.launch('ch01-ping')['command'].split()[-1])"
+    env = dict(os.environ, JBANG_CACHE_DIR=str(tmp_path / "cache"))
+    both = [
+        subprocess.Popen([sys.executable, "-c", learn], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    said = [run.communicate(timeout=600) for run in both]
+    assert [run.returncode for run in both] == [0, 0], said
+    assert [out.strip() for out, _ in said] == ["PingBench"] * 2, said
 
 
 def test_a_run_that_dies_of_an_exception_keeps_its_whole_stack_without_the_password(tmp_path, monkeypatch):
