@@ -176,7 +176,9 @@ def test_two_processes_compiling_one_alias_into_a_fresh_cache_both_get_its_comma
     learn = "from pipelab import jbang; print(jbang.launch('ch01-ping')['command'].split()[-1])"
     env = dict(os.environ, JBANG_CACHE_DIR=str(tmp_path / "cache"))
     both = [
-        subprocess.Popen([sys.executable, "-c", learn], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", learn], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(2)
     ]
     said = [run.communicate(timeout=600) for run in both]
