@@ -172,6 +172,21 @@ def lrem_rows():
     return rows
 
 
+def test_lrem_grows_as_a_power_of_the_length_fitted_over_every_length_not_the_two_ends():
+    """A smallest list that read 15 µs for 20 µs makes the ends 133x apart for 100x the list; the
+    slope over all three lengths still reads close to O(N)."""
+    rows = [
+        dict(row, usec_per_call=usec)
+        for row, usec in zip(lrem_rows() + lrem_rows()[:2], (15.0, 0.2, 2_000.0, 0.2, 200.0, 0.2), strict=True)
+    ]
+    for row, length in zip(rows[4:], (10_000, 10_000), strict=True):
+        row["length"] = length
+    runs = [Measurement(f"{x['way']} {x['length']}", chapter.P, [x["median_s"]], dict(x)) for x in rows]
+    s = chapter.lrem_summary(runs, rows, 1_000, {})
+    assert s["lrem_growth"]["value"] == pytest.approx(2_000 / 15) and s["length_growth"]["value"] == 100
+    assert 0.9 < s["lrem_exponent"]["value"] < 1.1 and s["lrem_exponent"]["text"] == "1.06"
+
+
 def test_the_lrem_summary_table_and_plot_compare_the_smallest_and_largest_lists(tmp_path):
     rows = lrem_rows()
     runs = [
@@ -184,6 +199,7 @@ def test_the_lrem_summary_table_and_plot_compare_the_smallest_and_largest_lists(
     assert s["lrem_pipeline_largest_ms"]["interval"][0] < lrem_ms < s["lrem_pipeline_largest_ms"]["interval"][1]
     assert s["lrem_growth"]["value"] == pytest.approx(100) and s["ltrim_growth"]["value"] == pytest.approx(1)
     assert s["length_growth"]["value"] == 100 and s["slowlog_lrem_largest"]["value"] == 100
+    assert s["lrem_exponent"]["value"] == pytest.approx(1), "100x the time for 100x the list"
     assert s["java_lrem_usec_largest"]["value"] == 2_900.0 and s["java_ltrim_usec_largest"]["value"] is None
     assert "| LREM | 100,000 |" in chapter.lrem_table(rows, 1_000)
     doc = document(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 
 import matplotlib.pyplot as plt
@@ -181,6 +182,12 @@ def lrem_summary(runs: list, rows: list, threshold_us: int, java_facts: dict) ->
     def growth(way):
         return at(way, last, "usec_per_call") / at(way, first, "usec_per_call")
 
+    def exponent(way):
+        # the slope of log(time) on log(length) over every length: 1 is O(N); two ends alone swing
+        # far apart from run to run with the smallest list's few microseconds
+        logs = [(math.log(n), math.log(at(way, n, "usec_per_call"))) for n in lengths]
+        return statistics.linear_regression(*zip(*logs)).slope
+
     return {
         "p": quantity(P, "count"),
         "smallest": quantity(first, "count"),
@@ -192,6 +199,7 @@ def lrem_summary(runs: list, rows: list, threshold_us: int, java_facts: dict) ->
         "lrem_growth": quantity(growth("lrem"), "x"),
         "ltrim_growth": quantity(growth("ltrim"), "x"),
         "length_growth": quantity(last / first, "x"),
+        "lrem_exponent": quantity(exponent("lrem"), "num"),
         "lrem_pipeline_largest_ms": median_figure(run[("lrem", last)], "ms"),
         "ltrim_pipeline_largest_ms": median_figure(run[("ltrim", last)], "ms"),
         "lrem_over_ltrim_largest": ratio_figure(run[("lrem", last)], run[("ltrim", last)]),
