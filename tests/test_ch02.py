@@ -154,7 +154,9 @@ def test_the_depth_summary_compares_jedis_with_redis_benchmark_at_1000():
     s = ch02.depth_summary(py, cpu, jedis, bench, {1: 0.3, 1_000: 0.95})
     assert s["redispy_gain"]["value"] == pytest.approx(5.0)
     assert s["redispy_client_cpu_at_peak"]["value"] == pytest.approx(90)
-    assert s["jedis_share_of_benchmark_at_1000"]["value"] == pytest.approx(50)
+    share = s["jedis_share_of_benchmark_at_1000"]
+    assert share["value"] == pytest.approx(50) and share["interval"][0] < 50 < share["interval"][1]
+    assert s["jedis_bar_pct"]["value"] == ch02.JEDIS_BAR_PCT
     assert s["benchmark_server_cpu_at_1000"]["value"] == pytest.approx(95)
     assert s["depths"]["text"] == "1, 4"
     without = ch02.depth_summary(py, cpu, jedis, {}, {})

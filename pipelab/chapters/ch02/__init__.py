@@ -44,6 +44,7 @@ from .parameters import (
     CLIENT_NAME,
     DEPTH_LAT,
     DEPTHS,
+    JEDIS_BAR_PCT,
     N_BENCH,
     N_JAVA,
     N_LAT,

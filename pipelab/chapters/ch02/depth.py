@@ -8,9 +8,9 @@ from matplotlib.figure import Figure
 
 from ... import observe, plots
 from ...measure import Measurement
-from ...results import quantity, rate_figure
+from ...results import quantity, rate_figure, ratio_figure
 from .common import set_in_batches
-from .parameters import BENCH_DEPTH, BENCH_ROUND_TRIPS, BENCH_SECONDS, PY_ROUND_TRIPS, SET_KEY
+from .parameters import BENCH_DEPTH, BENCH_ROUND_TRIPS, BENCH_SECONDS, JEDIS_BAR_PCT, PY_ROUND_TRIPS, SET_KEY
 
 
 def measure_depth_python(lab, counters, r: redis.Redis, depths: list[int], n: int, repeat: int):
@@ -128,9 +128,17 @@ def jedis_share_of_benchmark(jedis_runs: dict, bench_runs: dict) -> float | None
     return None
 
 
+def jedis_share_figure(jedis_runs: dict, bench_runs: dict) -> dict:
+    """jedis_share_of_benchmark in %, with the interval of its two medians (the runs are not paired)."""
+    if jedis_share_of_benchmark(jedis_runs, bench_runs) is None:
+        return quantity(None, "%")
+    jedis, bench = jedis_runs[BENCH_DEPTH], bench_runs[BENCH_DEPTH]
+    share = ratio_figure(bench, jedis, 100 * jedis.ops / bench.ops)  # a ratio of rates from their times
+    return quantity(share["value"], "%", interval=share.get("interval"))
+
+
 def depth_summary(py_runs: dict, py_cpu: dict, jedis_runs: dict, bench_runs: dict, bench_cpu: dict) -> dict:
     peak = max(py_runs, key=lambda x: py_runs[x].ops_per_s)
-    share = jedis_share_of_benchmark(jedis_runs, bench_runs)
 
     def bench(value):
         return value if bench_runs else None
@@ -152,6 +160,7 @@ def depth_summary(py_runs: dict, py_cpu: dict, jedis_runs: dict, bench_runs: dic
             jedis_runs[BENCH_DEPTH].ops_per_s if BENCH_DEPTH in jedis_runs else None, "ops/s"
         ),
         "benchmark_ops_at_1000": quantity(bench(bench_runs and bench_runs[BENCH_DEPTH].ops_per_s), "ops/s"),
-        "jedis_share_of_benchmark_at_1000": quantity(100 * share if share else None, "%"),
+        "jedis_share_of_benchmark_at_1000": jedis_share_figure(jedis_runs, bench_runs),
+        "jedis_bar_pct": quantity(JEDIS_BAR_PCT, "%"),
         "depths": quantity(sorted(py_runs), "list", text=", ".join(f"{d:,}" for d in sorted(py_runs))),
     }
