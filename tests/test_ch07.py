@@ -161,10 +161,11 @@ def test_watch_retries_rise_with_contention_and_keep_the_count(ch07):
     # One writer never conflicts; eight always do. How much more than two writers is a direction a
     # quick run's two repetitions of 50 increments cannot settle (one CI run gave 0.85 at two writers,
     # 0.83 at eight): the reference's three repetitions of 100 settle it, interval clear of interval.
+    # Four against eight is not ordered: on two CPUs the scheduler decides (a fresh run read 2.41, 2.21).
     assert max(quick[1]) == 0 and statistics.median(quick[top]) > 0, f"extra tries per increment by writers: {quick}"
     reference = _retry_rows(results.load("ch07/watch", paths.reference_dir()))
-    intervals = [stats.median_interval(reference[w]) for w in chapter.WRITERS[1:]]
-    assert all(low[1] < high[0] for low, high in zip(intervals, intervals[1:])), intervals
+    two, *more = (stats.median_interval(reference[w]) for w in chapter.WRITERS[1:])
+    assert all(two[1] < busier[0] for busier in more), (two, more)
     assert all(chapter.lost(runs[("WATCH, transaction()", w)]) == 0 for w in chapter.WRITERS)
     assert chapter.lost(runs[("no WATCH", top)]) > 0, "blind read-modify-write loses increments"
     assert chapter.lost(runs[("WATCH, aborted EXEC sent again", top)]) > 0, "a stale retry loses them too"
