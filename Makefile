@@ -2,7 +2,8 @@
 #   make book   measure on a real Redis (chapters whose inputs changed), then build the site into build/site
 #   make test   lint, then the test suite (what CI runs)
 #   make check  the fast loop: lint and the unit tests, prose markers and claims on the committed reference (about a minute)
-#   make lab    JupyterLab on the notebooks, with Redis (and toxiproxy) running
+#   make lab    JupyterLab on working copies of the notebooks (build/lab), with Redis (and toxiproxy) running
+#   make lab-restore NB=1  the book's version of chapter 1's notebook back in the lab (yours is kept)
 #   make serve  the site on http://127.0.0.1:8000
 #   make prefetch  fetch and compile everything the course needs (before a training day)
 #   make course    run and time every exercise's solution
@@ -14,7 +15,7 @@ VENV := build/venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test check lint lab serve site tools clean system-deps prefetch course lock reference slow-machine
+.PHONY: book test check lint lab lab-restore serve site tools clean system-deps prefetch course lock reference slow-machine
 
 # Debian tools the chapters use when they can have them: redis-benchmark (redis-tools) is the
 # server's own ceiling, strace counts system calls, docker-compose v1 checks docker-compose.yml
@@ -79,6 +80,10 @@ $(VENV)/.lab-installed: pyproject.toml uv.lock | $(UV)
 
 lab: $(VENV)/.lab-installed
 	$(BIN)/pipelab lab $(if $(LAB_ARGS),-- $(LAB_ARGS))
+
+# make lab-restore NB=1 (or NB=ex3, NB=all): the book's version of a notebook back in the lab's workspace.
+lab-restore: $(STAMP)
+	$(BIN)/pipelab lab-restore "$(NB)"
 
 prefetch: $(VENV)/.lab-installed system-deps
 	$(BIN)/pipelab prefetch

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import redis
 
-from . import envinfo, jbang, placement, probe, results
+from . import envinfo, jbang, placement, probe, results, workspace
 from .cluster import Cluster, open_cluster
 from .errors import LabError
 from .measure import Measurement, measure, measure_interleaved
@@ -296,6 +296,8 @@ class Lab:
         from . import plots  # noqa: PLC0415  (matplotlib: only a save draws, and `pipelab` commands start faster)
 
         plots.save(name, results.load(name), results_dir() / f"{name}.png")
+        if workspace.in_workspace():  # a learner's run in `make lab`: their figures beside the book's
+            print(workspace.beside(name, summary or {}))
         return str(path)
 
     def cluster(self) -> Cluster:

@@ -14,7 +14,19 @@ def build_dir() -> Path:
 
 
 def results_dir() -> Path:
+    """Where Lab.save writes and the site reads: the book's results, or a learner's own in `make lab`
+    (PIPELAB_RESULTS, set by the lab for its kernels, so their runs never replace the book's)."""
+    return Path(os.environ.get("PIPELAB_RESULTS") or book_results_dir()).resolve()
+
+
+def book_results_dir() -> Path:
+    """The results `make book` measured and the site publishes."""
     return build_dir() / "results"
+
+
+def lab_dir() -> Path:
+    """`make lab`'s workspace: the learner's working copies of the notebooks and what their runs saved."""
+    return build_dir() / "lab"
 
 
 def reference_dir() -> Path:

@@ -10,14 +10,16 @@ matplotlib.use("Agg")
 import pytest
 import redis
 
-from pipelab import Measurement
+from pipelab import Measurement, taught
 from pipelab.chapters import ch01
 from pipelab.server import EmbeddedRedis, free_port
 from tests.conftest import beyond, document, saved
 
+CELLS = taught.load("01-round-trip-time")  # the code the notebook teaches, as committed
+
 
 def test_three_pings_in_one_write_get_three_pongs(lab):
-    request, replies = ch01.three_pings(lab.endpoint)
+    request, replies = CELLS.three_pings(lab.endpoint)
     assert request == b"*1\r\n$4\r\nPING\r\n" * 3
     assert replies == [b"+PONG"] * 3
     assert ch01.inline_ping(lab.endpoint) == b"+PONG"
@@ -30,10 +32,10 @@ def _commands(client: redis.Redis) -> int:
 def test_the_workloads_send_exactly_their_commands(lab):
     r = lab.client()
     before = _commands(r)
-    ch01.ping_pipelined(r, 500)
+    CELLS.ping_pipelined(r, 500)
     assert _commands(r) - before == 500 + 1  # the INFO we asked with counts once
-    keys = ch01.sadd_keys(300)
-    ch01.sadd_pipelined(r, keys)
+    keys = CELLS.sadd_keys(300)
+    CELLS.sadd_pipelined(r, keys)
     assert r.exists(*keys) == 300 and all(k.startswith("pipelab:") for k in keys)
     ch01.delete_keys(r, keys)
     assert r.exists(*keys) == 0

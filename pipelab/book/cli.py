@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from .. import host, jbang, placement, proxy, weather
+from .. import host, jbang, paths, placement, proxy, weather, workspace
 from ..course import timings as course
 from ..errors import LabError, friendly
 from ..lab import Session
@@ -202,11 +202,41 @@ def cmd_lab(args) -> int:
                     f"{session.proxy_endpoint.port} 20000 {session.toxiproxy.api_url} {proxy.PROXY_NAME}"
                 )
             return _hold(None, env)
-        argv = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--ServerApp.root_dir={REPO}"]
+        # The learner's working copies, never the book's notebooks: edits and runs leave the book alone.
+        copied, older = workspace.prepare()
+        env.update(workspace.kernel_env())
+        root = paths.lab_dir()
+        print(
+            f"pipelab: your notebooks are working copies in {workspace.notebooks_dir().relative_to(REPO)}/"
+            f" ({len(copied)} copied now); your runs save under {(root / 'results').relative_to(REPO)}/ and"
+            " never change the book's figures. `make lab-restore NB=1` puts chapter 1's book version back.",
+            flush=True,
+        )
+        if older:
+            print(
+                f"pipelab: the book changed {len(older)} notebook(s) since you copied them ({', '.join(older)}):"
+                " make lab-restore NB=<name> takes the new version and keeps yours in build/lab/replaced/."
+            )
+        argv = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--ServerApp.root_dir={root}"]
         if os.geteuid() == 0:  # containers and training VMs often run as root; Jupyter refuses unless told
             argv.append("--allow-root")
         extra = [a for a in args.jupyter_args if a != "--"]  # e.g. --port=8889 --no-browser
-        return _hold(argv + extra + [str(p.relative_to(REPO)) for p in book.notebooks()], env)
+        opened = [f"notebooks/{p.name}" for p in book.notebooks()]
+        return _hold(argv + extra + opened, env)
+
+
+def cmd_lab_restore(args) -> int:
+    try:
+        done = workspace.restore(args.notebook)
+    except LookupError as err:
+        print(f"pipelab: {err}")
+        return 2
+    for rel, kept in done:
+        print(
+            f"pipelab: {workspace.notebooks_dir().relative_to(REPO)}/{rel} is the book's version again"
+            + (f"; yours is kept as {kept.relative_to(REPO)}" if kept else "")
+        )
+    return 0
 
 
 def cmd_serve(args) -> int:
@@ -283,6 +313,9 @@ def parser() -> argparse.ArgumentParser:
     lab.add_argument("--no-jupyter", action="store_true", help="only hold Redis up, e.g. for JBang")
     lab.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="after --: options for JupyterLab")
     lab.set_defaults(func=cmd_lab)
+    restore = sub.add_parser("lab-restore", help="put the book's version of a notebook back in make lab's workspace")
+    restore.add_argument("notebook", help="a chapter's number (1), an exercise's (ex1), a notebook's name, or all")
+    restore.set_defaults(func=cmd_lab_restore)
     s = sub.add_parser("serve", help="serve the site on 127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
     s.set_defaults(func=cmd_serve)
@@ -299,6 +332,9 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _term_as_interrupt)  # `kill` cleans up like Ctrl-C
     args = parser().parse_args(argv)
+    if args.func is not cmd_lab:  # `make book` typed in the lab's terminal still writes the book's results
+        for name in workspace.kernel_env():
+            os.environ.pop(name, None)
     return args.func(args)
 
 

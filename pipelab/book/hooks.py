@@ -9,6 +9,7 @@ Markers in the Markdown (see site/chapters/*.md):
   <!-- pipelab:course footprint --> what the course fetched onto this machine, by size
   <!-- pipelab:yourrun plot -->     a section of the "Your run" page: the reader's run against the
                                     reference (yourrun.py; the plot is drawn in on_files)
+  --8<-- "notebooks/01-….ipynb:ping"  the notebook's code cell tagged code:ping, as the learner runs it
   {{ ch01/name#key }}               one formatted figure from a results file (markers.py has both
                                     kinds, and the form `pipelab reference` writes for GitHub's readers)
   <!--holds: ch01/name#key > 1 -->  the condition the sentence before it states: nothing when the run
@@ -37,7 +38,7 @@ from mkdocs.structure.files import File
 matplotlib.use("Agg")  # plots go to files only, also under `make serve` on a desktop
 import matplotlib.pyplot as plt
 
-from pipelab import chapters, paths, plots, results
+from pipelab import chapters, paths, plots, results, taught
 from pipelab.book import conditions, failures, live, markers, reference, report, yourrun
 from pipelab.chapters import claims
 from pipelab.course import timings as course
@@ -170,6 +171,10 @@ def _plot(name: str, depth: int) -> str:
 
 def on_page_markdown(markdown, page, config, files):
     depth = len(PurePosixPath(page.file.src_uri).parent.parts)  # how many ../ lead to the site root
+    try:  # the code a chapter teaches, from the notebook cells that run it (taught.py)
+        markdown = taught.expand(markdown)
+    except taught.MissingCell as err:
+        log.warning(f"{page.file.src_uri}: {err}")  # --strict: the build stops on it
 
     def marker(match: re.Match) -> str:
         kind, arg = match.groups()

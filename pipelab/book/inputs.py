@@ -1,7 +1,8 @@
 """What produced a chapter's results, as one key: a chapter is measured again only when its key changes.
 
 The key covers what can change a figure, by meaning rather than by bytes:
-- the notebook's code cells (their syntax tree: markdown, outputs, cell ids and formatting do not count);
+- the notebook's code cells (their syntax tree: markdown, outputs, cell ids and formatting do not count),
+  and those of any other notebook whose taught cells this chapter's code runs (taught.load);
 - every pipelab module the notebook reaches through imports, as a syntax tree without docstrings
   (comments and formatting never reach the tree), except `settings.py`, which only says where the lab
   listens; each Size there as the value the run's mode reads (a quick size never stales a full run);
@@ -29,7 +30,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from .. import host, jbang
+from .. import host, jbang, taught
 from ..paths import REPO, build_dir
 
 PACKAGE = REPO / "pipelab"
@@ -387,11 +388,12 @@ def sources(notebook: Path, aliases: list[str], *, quick: bool = False) -> dict:
     """The chapter's own inputs by meaning, for a full run or a `quick` one: its notebook, the pipelab
     modules it reaches (with that mode's sizes), the Java sources of the `aliases` it ran, and the lock
     (what the committed reference run, a full one, records, machine and server aside)."""
+    parts = python_parts(notebook)
     python = {
         _name(path) + ("" if names is None else " (what this chapter uses)"): _sha(
             python_meaning(path.read_text(), names, quick=quick)
         )
-        for path, names in python_parts(notebook).items()
+        for path, names in parts.items()
     }
     out = {
         "notebook": _sha(meaning(notebook)),
@@ -400,6 +402,10 @@ def sources(notebook: Path, aliases: list[str], *, quick: bool = False) -> dict:
         "java": digests(java_files(aliases)),
         "lock": _sha(lock_meaning()),
     }
+    texts = [_notebook_code(notebook), *(path.read_text() for path in parts)]
+    taken = set().union(*map(taught.loaded_by, texts)) - {notebook.stem}
+    if taken:  # another chapter's taught cells, run by this one's harness (taught.load)
+        out["taught"] = {f"notebooks/{stem}.ipynb": _sha(meaning(taught.notebook_path(stem))) for stem in sorted(taken)}
     examples = example_files(notebook)
     if examples:  # only then: the other chapters' keys stay as they were
         out["examples"] = {_name(path): _sha(example_meaning(path)) for path in examples}
@@ -410,7 +416,7 @@ def sources(notebook: Path, aliases: list[str], *, quick: bool = False) -> dict:
 def changes(made_from: dict, now: dict) -> list[str]:
     """What differs between two `sources` records, file by file (empty when the chapter is current)."""
     found = [part for part in ("notebook", "lock", "aliases", "toolchains") if made_from.get(part) != now.get(part)]
-    for part in ("python", "java", "examples"):
+    for part in ("python", "java", "examples", "taught"):
         old, new = made_from.get(part) or {}, now.get(part) or {}
         if not isinstance(old, dict):  # a record from before files were named one by one
             found.append(part)

@@ -1,9 +1,9 @@
 """Chapter 1, round-trip time: what a round trip costs, and what pipelining saves of it.
-The workloads the site shows beside their Java twins (PingBench, SaddBench)."""
+
+The harness only: the workloads (the PING loops, the SADD job, the handshake) are the notebook's
+cells tagged code:… (taught.py), passed in by the notebook; their Java twins are PingBench and SaddBench."""
 
 from __future__ import annotations
-
-import socket
 
 import hiredis
 import matplotlib.pyplot as plt
@@ -12,51 +12,10 @@ from matplotlib.figure import Figure
 
 from .. import plots
 from ..params import Size
-from ..resp import connect, encode, read_replies
+from ..resp import connect, read_replies
 from ..results import median_figure, quantity, ratio_figure
-from ..server import PREFIX as LAB_PREFIX
 from ..server import Endpoint
 from .claims import Claim, Published, derived
-
-
-# --8<-- [start:ping]
-def ping_one_by_one(r: redis.Redis, n: int) -> None:
-    # Each call writes one PING and blocks until its PONG is back: n round trips.
-    for _ in range(n):
-        r.ping()
-
-
-def ping_pipelined(r: redis.Redis, n: int) -> None:
-    # transaction=False: a plain pipeline; the default would wrap it in MULTI/EXEC.
-    pipe = r.pipeline(transaction=False)
-    for _ in range(n):
-        pipe.ping()
-    replies = pipe.execute()  # one write of n commands, then n replies read back
-    assert len(replies) == n and all(replies)
-
-
-# --8<-- [end:ping]
-
-
-# --8<-- [start:sadd]
-def sadd_keys(n: int, prefix: str = LAB_PREFIX + "ch01:sadd:") -> list[str]:
-    return [f"{prefix}{i}" for i in range(n)]
-
-
-def sadd_one_by_one(r: redis.Redis, keys: list[str], member: str = "py") -> None:
-    for key in keys:
-        r.sadd(key, member)
-
-
-def sadd_pipelined(r: redis.Redis, keys: list[str], member: str = "py") -> None:
-    pipe = r.pipeline(transaction=False)
-    for key in keys:
-        pipe.sadd(key, member)
-    added = pipe.execute()
-    assert sum(added) == len(keys), "every SADD should add its member to an empty key"
-
-
-# --8<-- [end:sadd]
 
 
 def delete_keys(r: redis.Redis, keys: list[str], batch: int = 10_000) -> None:
@@ -65,45 +24,11 @@ def delete_keys(r: redis.Redis, keys: list[str], batch: int = 10_000) -> None:
         r.unlink(*keys[start : start + batch])
 
 
-# --8<-- [start:three_pings]
-def three_pings(endpoint: Endpoint) -> tuple[bytes, list[bytes]]:
-    request = encode("PING") * 3  # three commands, one buffer
-    with connect(endpoint, timeout=5) as sock:  # a TCP socket (TLS and AUTH if the URL asks)
-        sock.sendall(request)  # one write: the server finds all three in one read
-        replies = read_replies(sock, 3)  # three +PONG, in order
-    return request, replies
-
-
-# --8<-- [end:three_pings]
-
-
 def inline_ping(endpoint: Endpoint) -> bytes:
     """The inline form `PING\\r\\n` that `printf | nc` sends works too."""
     with connect(endpoint, timeout=5) as sock:
         sock.sendall(b"PING\r\n")
         return read_replies(sock, 1)[0]
-
-
-# --8<-- [start:handshake]
-def handshake_pipelined(host: str, port: int, handshake: list[str], pings: int = 3) -> list:
-    # The handshake and the work in one write, as `printf "AUTH pw\r\nPING\r\n" | nc` sends
-    # them: the server runs them in order, so every PING meets whatever the handshake left.
-    request = encode(*handshake) + encode("PING") * pings
-    reader = hiredis.Reader()  # a RESP2/RESP3 parser; error replies come back as values, not raised
-    replies: list = []
-    with socket.create_connection((host, port), timeout=5) as sock:
-        sock.sendall(request)
-        while len(replies) < 1 + pings:
-            chunk = sock.recv(4096)
-            if not chunk:
-                raise ConnectionError("server closed the connection")
-            reader.feed(chunk)
-            while (reply := reader.gets()) is not False:
-                replies.append(reply)
-    return replies
-
-
-# --8<-- [end:handshake]
 
 
 HANDSHAKE_PINGS = 3
@@ -119,8 +44,9 @@ def reply_text(reply) -> str:
     return f"+{reply.decode()}" if isinstance(reply, bytes) else str(reply)
 
 
-def measure_handshakes(server, password: str) -> dict:
-    """Every handshake the chapter shows, against a password-protected `server`: {name: replies}."""
+def measure_handshakes(server, password: str, handshake_pipelined) -> dict:
+    """Every handshake the chapter shows, sent by the notebook's `handshake_pipelined(host, port, handshake,
+    pings)` to a password-protected `server`: {name: replies}."""
     host, port = server.endpoint.host, server.endpoint.port
     plans = {
         "auth": ["AUTH", password],
@@ -171,7 +97,8 @@ def relabel(java: dict, labels: dict) -> list:
 # --- 10,000 PINGs ----------------------------------------------------------------------------
 
 
-def measure_pings(lab, n: int, repeat: int) -> list:
+def measure_pings(lab, n: int, repeat: int, ping_one_by_one, ping_pipelined) -> list:
+    """The notebook's two PING loops, interleaved on one connection, then Jedis's twins (PingBench)."""
     r = lab.client()
     runs = lab.measure_interleaved(
         {"redis-py one by one": lambda: ping_one_by_one(r, n), "redis-py pipelined": lambda: ping_pipelined(r, n)},
@@ -216,7 +143,8 @@ def ping_alt(n: int) -> str:
 # --- vivo's SADD job ----------------------------------------------------------------------------
 
 
-def measure_sadd(lab, n: int, repeat: int) -> list:
+def measure_sadd(lab, n: int, repeat: int, sadd_keys, sadd_one_by_one, sadd_pipelined) -> list:
+    """The notebook's SADD job both ways on `sadd_keys(n)`, then Jedis's and Redisson's (SaddBench)."""
     r = lab.client()
     keys = sadd_keys(n)
 
@@ -272,7 +200,7 @@ def sadd_alt(n: int) -> str:
 # --- throughput against round-trip time ------------------------------------------------------
 
 
-def sweep_point(lab, link, repeat: int) -> tuple:
+def sweep_point(lab, link, repeat: int, ping_one_by_one, ping_pipelined) -> tuple:
     """Single PINGs and pipelines of SWEEP_DEPTH over one link; each single sample lasts about SWEEP_SAMPLE_S."""
     c = link.client()
     per_op = 1e-4 + link.rtt_ms / 1e3  # a guess at one round trip, to size the sample
@@ -299,7 +227,7 @@ def sweep_point(lab, link, repeat: int) -> tuple:
     return single, piped
 
 
-def measure_sweep(lab, rtts: list, repeat: int) -> tuple[dict, object]:
+def measure_sweep(lab, rtts: list, repeat: int, ping_one_by_one, ping_pipelined) -> tuple[dict, object]:
     """{rtt: (single, pipelined)} for each RTT toxiproxy can inject, and the bare proxy hop's single PINGs."""
     points = {}
     for rtt in rtts:
@@ -307,15 +235,15 @@ def measure_sweep(lab, rtts: list, repeat: int) -> tuple[dict, object]:
             print(f"No RTT injection, measuring loopback only: {lab.proxy_note}")
             break
         with lab.rtt(rtt) as link:
-            points[rtt] = sweep_point(lab, link, repeat)
+            points[rtt] = sweep_point(lab, link, repeat, ping_one_by_one, ping_pipelined)
     through_proxy = None
     if lab.rtt_available:
         with lab.proxied() as link:
-            through_proxy, _ = sweep_point(lab, link, repeat)
+            through_proxy, _ = sweep_point(lab, link, repeat, ping_one_by_one, ping_pipelined)
     return points, through_proxy
 
 
-def measure_slow_link(lab, n: int):
+def measure_slow_link(lab, n: int, ping_one_by_one, ping_pipelined):
     """Single PINGs and one pipeline at SLOW_RTT_MS; the untimed warm-up also pays for the handshake."""
     if not lab.rtt_available:
         return None

@@ -7,7 +7,7 @@ import redis
 from matplotlib.figure import Figure
 from redis._parsers import _RESP3Parser
 
-from .. import observe, plots
+from .. import observe, plots, taught
 from ..params import Size
 from ..results import md_table, measurements_frame, median_figure, quantity, ratio_figure, summarize
 from ..server import PREFIX as LAB_PREFIX
@@ -92,16 +92,17 @@ def redispy_modes(lab, link, n: int, repeat: int) -> tuple[dict, dict]:
     """redis-py's modes over `link`: {("redis-py", mode): Measurement} and the commands each sent."""
     r = link.client()
     pure = pure_python_client(link.endpoint)
-    keys = ch01.sadd_keys(n, prefix=LAB_PREFIX + "ch03:py:")
+    loops = taught.load("01-round-trip-time")  # chapter 1's SADD loops, as its notebook runs them
+    keys = loops.sadd_keys(n, prefix=LAB_PREFIX + "ch03:py:")
 
     def reset():
         return ch01.delete_keys(r, keys)
 
     modes = {
-        "one_by_one": lambda: ch01.sadd_one_by_one(r, keys),
-        "pipeline": lambda: ch01.sadd_pipelined(r, keys),
+        "one_by_one": lambda: loops.sadd_one_by_one(r, keys),
+        "pipeline": lambda: loops.sadd_pipelined(r, keys),
         "transaction": lambda: sadd_transaction(r, keys),
-        "pipeline_pure_python_parser": lambda: ch01.sadd_pipelined(pure, keys),
+        "pipeline_pure_python_parser": lambda: loops.sadd_pipelined(pure, keys),
     }
     wire = {}
     for mode, run in modes.items():  # what one call of each sends, counted on an untimed call

@@ -12,7 +12,7 @@ import redis
 from matplotlib.figure import Figure
 from redis.cluster import RedisCluster, key_slot
 
-from .. import plots
+from .. import plots, taught
 from ..cluster import Cluster
 from ..jbang import fact
 from ..params import Size
@@ -253,7 +253,8 @@ def crossslot_summary(
 def measure_sadd(lab, cluster, rc: RedisCluster, n: int, repeat: int) -> tuple[list, dict]:
     """redis-py one by one and pipelined, on one server and on the cluster, and on the cluster one
     more run of each counted on every master."""
-    keys = ch01.sadd_keys(n, prefix=PREFIX + "sadd:")
+    loops = taught.load("01-round-trip-time")  # chapter 1's SADD loops, as its notebook runs them
+    keys = loops.sadd_keys(n, prefix=PREFIX + "sadd:")
     single = lab.client()
     runs, usage = [], {}
 
@@ -261,8 +262,8 @@ def measure_sadd(lab, cluster, rc: RedisCluster, n: int, repeat: int) -> tuple[l
         return ch01.delete_keys(single, keys)
 
     modes = {
-        ("one server", "one by one"): (lambda: ch01.sadd_one_by_one(single, keys, "m"), clear_single),
-        ("one server", "pipeline"): (lambda: ch01.sadd_pipelined(single, keys, "m"), clear_single),
+        ("one server", "one by one"): (lambda: loops.sadd_one_by_one(single, keys, "m"), clear_single),
+        ("one server", "pipeline"): (lambda: loops.sadd_pipelined(single, keys, "m"), clear_single),
         ("cluster", "one by one"): (lambda: sadd_one_by_one(rc, keys), cluster.delete_lab_keys),
         ("cluster", "pipeline"): (lambda: sadd_pipelined(rc, keys), cluster.delete_lab_keys),
     }

@@ -10,10 +10,9 @@ import numpy as np
 import redis
 from matplotlib.figure import Figure
 
-from ... import host, observe, placement, plots
+from ... import host, observe, placement, plots, taught
 from ...measure import Measurement, settled_heap, timed
 from ...results import median_figure, quantity, ratio_figure
-from ..ch01 import ping_pipelined
 from .parameters import DEPTH_LAT
 
 
@@ -29,7 +28,7 @@ def ping_latencies(r: redis.Redis, n: int) -> list[float]:
 
 def pipelined_latencies(r: redis.Redis, n: int, depth: int) -> list[float]:
     """Seconds per PING amortised over batches of `depth`: what each command costs when pipelined."""
-    out = []
+    out, ping_pipelined = [], taught.load("01-round-trip-time").ping_pipelined  # chapter 1's loop
     for _ in range(n // depth):
         start = time.perf_counter()
         ping_pipelined(r, depth)

@@ -4,10 +4,10 @@ Node and Go through their examples (node.py, go.py)."""
 
 from __future__ import annotations
 
-from ... import observe
+from ... import observe, taught
 from ...measure import Measurement
 from ...results import md_table, quantity, rate_figure, ratio_figure, with_interval
-from ..ch01 import delete_keys, ping_one_by_one, ping_pipelined, sadd_keys, sadd_one_by_one, sadd_pipelined
+from ..ch01 import delete_keys
 from .common import LANGUAGES, PREFIX, as_runs, language, slug
 from .parameters import N_EXPLICIT, REPEAT, WARMUP
 
@@ -39,10 +39,11 @@ def measure_redispy_explicit(lab, n: int | None = None, repeat: int | None = Non
     server's commands and reads per call are counted on a call of their own, untimed."""
     n, repeat = n or lab.size(N_EXPLICIT), repeat or lab.size(REPEAT)
     r = lab.client()
-    keys = sadd_keys(n, prefix=PREFIX + "py:sadd:")
+    ch01 = taught.load("01-round-trip-time")  # chapter 1's loops, as its notebook runs them
+    keys = ch01.sadd_keys(n, prefix=PREFIX + "py:sadd:")
     jobs = {
-        "ping": {"one_by_one": lambda: ping_one_by_one(r, n), "pipeline": lambda: ping_pipelined(r, n)},
-        "sadd": {"one_by_one": lambda: sadd_one_by_one(r, keys), "pipeline": lambda: sadd_pipelined(r, keys)},
+        "ping": {"one_by_one": lambda: ch01.ping_one_by_one(r, n), "pipeline": lambda: ch01.ping_pipelined(r, n)},
+        "sadd": {"one_by_one": lambda: ch01.sadd_one_by_one(r, keys), "pipeline": lambda: ch01.sadd_pipelined(r, keys)},
     }
     out = []
     try:
