@@ -89,8 +89,14 @@ def test_redis_is_up_while_the_lab_runs(jupyterlab):
         assert client.ping()
 
 
-def api(base: str, path: str) -> dict:
-    with urllib.request.urlopen(f"{base}api/{path}?token={TOKEN}", timeout=10) as resp:
+def api(base: str, path: str, method: str = "GET", body: dict | None = None) -> dict:
+    data = (
+        None
+        if body is None
+        else json.dumps({"type": "notebook", "format": "json", "content": body["content"]}).encode()
+    )
+    request = urllib.request.Request(f"{base}api/{path}?token={TOKEN}", data=data, method=method)
+    with urllib.request.urlopen(request, timeout=10) as resp:
         return json.load(resp)
 
 
@@ -98,6 +104,16 @@ def test_jupyterlab_serves_the_exercises_with_the_labs_kernel(jupyterlab):
     base, _ = jupyterlab
     listed = {item["name"] for item in api(base, "contents/notebooks/exercises")["content"]}
     assert listed == {p.name for p in (paths.REPO / "notebooks" / "exercises").glob("*.ipynb")}
+    # What JupyterLab serves are the learner's working copies, not the committed notebooks.
+    chapter = api(base, "contents/notebooks/01-round-trip-time.ipynb")
+    assert (paths.lab_dir() / "notebooks" / "01-round-trip-time.ipynb").exists()
+    assert chapter["content"]["cells"] and chapter["path"] == "notebooks/01-round-trip-time.ipynb"
+    committed = paths.REPO / "notebooks" / "01-round-trip-time.ipynb"
+    before = committed.read_bytes()
+    chapter["content"]["cells"][0]["source"] += "\n\nA learner's note."  # what a save from the browser sends
+    api(base, "contents/notebooks/01-round-trip-time.ipynb", method="PUT", body=chapter)
+    assert "A learner's note." in (paths.lab_dir() / "notebooks" / "01-round-trip-time.ipynb").read_text()
+    assert committed.read_bytes() == before, "a save in the lab reached notebooks/"
     specs = api(base, "kernelspecs")
     spec = specs["kernelspecs"][specs["default"]]["spec"]
     # The notebooks' kernel is the lab's own interpreter, so `import pipelab` works and attaches to this Redis.

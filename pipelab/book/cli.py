@@ -207,8 +207,8 @@ def cmd_lab(args) -> int:
         env.update(workspace.kernel_env())
         root = paths.lab_dir()
         print(
-            f"pipelab: your notebooks are working copies in {workspace.notebooks_dir().relative_to(REPO)}/"
-            f" ({len(copied)} copied now); your runs save under {(root / 'results').relative_to(REPO)}/ and"
+            f"pipelab: your notebooks are working copies in {_shown(workspace.notebooks_dir())}/"
+            f" ({len(copied)} copied now); your runs save under {_shown(root / 'results')}/ and"
             " never change the book's figures. `make lab-restore NB=1` puts chapter 1's book version back.",
             flush=True,
         )
@@ -221,8 +221,13 @@ def cmd_lab(args) -> int:
         if os.geteuid() == 0:  # containers and training VMs often run as root; Jupyter refuses unless told
             argv.append("--allow-root")
         extra = [a for a in args.jupyter_args if a != "--"]  # e.g. --port=8889 --no-browser
-        opened = [f"notebooks/{p.name}" for p in book.notebooks()]
+        opened = [str(workspace.notebooks_dir() / p.name) for p in book.notebooks()]
         return _hold(argv + extra + opened, env)
+
+
+def _shown(path) -> str:
+    """A path as the reader would type it: from the repository when it lies inside it."""
+    return str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
 
 
 def cmd_lab_restore(args) -> int:

@@ -114,8 +114,9 @@ def run_sources(chapter: str) -> dict:
             f"No record of what chapter {int(chapter[2:])}'s last run was made from (build/inputs); "
             "`make reference` measures it and records it."
         )
-    # "examples" and "toolchains": only a chapter with Node or Go examples records them (inputs.sources).
-    parts = ("notebook", "python", "aliases", "java", "lock", "examples", "toolchains")
+    # "examples" and "toolchains": only a chapter with Node or Go examples records them; "taught": only one
+    # that runs another notebook's cells (inputs.sources).
+    parts = ("notebook", "python", "aliases", "java", "lock", "examples", "toolchains", "taught")
     return {part: last[part] for part in parts if part in last}
 
 
