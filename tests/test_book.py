@@ -82,7 +82,7 @@ def test_site_builds_strict_with_the_readers_figures(built_site):
     text = re.sub(r"<[^>]+>", "", page)  # highlighted code is split into spans
     assert "not measured yet" not in text
     assert "static void pingPipelined" in text and "static long saddPipeline" in text, "Java sections of the real files"
-    assert "def ping_pipelined" in text, "Python included from the harness"
+    assert "def ping_pipelined" in text, "Python included from the notebook's taught cell"
     assert page.count('class="tabbed-set') >= 3, "Python and Java in tabs"
     for plot in ("ping-10k", "sadd", "rtt-sweep"):
         assert f"figures/ch01/{plot}.png" in page
