@@ -7,12 +7,18 @@ import os
 import matplotlib
 import pytest
 
-from pipelab import Measurement, observe, placement, results
+from pipelab import Measurement, observe, placement, results, taught
 from pipelab.chapters import ch02
 from pipelab.lab import Lab
 from tests.conftest import document, unavailable
 
 matplotlib.use("Agg")
+
+
+def set_in_batches(*args):
+    """The notebook's code:depth cell, as the committed notebook runs it."""
+    return taught.load("02-system-calls").set_in_batches(*args)
+
 
 STRACE_SAMPLE = """\
 % time     seconds  usecs/call     calls    errors syscall
@@ -46,7 +52,7 @@ def test_server_reads_per_command_fall_as_the_pipeline_deepens(lab):
     reads = {}
     for depth in (1, 10, 100, 1000):
         with counters.measure() as delta:
-            ch02.set_in_batches(r, 5000, depth)
+            set_in_batches(r, 5000, depth)
         reads[depth] = delta.per_command("total_reads_processed")
     assert 0.8 <= reads[1] <= 1.2, reads
     assert reads[1] > reads[10] > reads[100] >= reads[1000], reads
@@ -54,8 +60,8 @@ def test_server_reads_per_command_fall_as_the_pipeline_deepens(lab):
 
 def test_depth_100_is_at_least_3x_depth_1(lab):
     r = lab.client()
-    one = lab.measure("d1", lambda: ch02.set_in_batches(r, 3000, 1), ops=3000, repeat=3)
-    hundred = lab.measure("d100", lambda: ch02.set_in_batches(r, 30000, 100), ops=30000, repeat=3)
+    one = lab.measure("d1", lambda: set_in_batches(r, 3000, 1), ops=3000, repeat=3)
+    hundred = lab.measure("d100", lambda: set_in_batches(r, 30000, 100), ops=30000, repeat=3)
     assert hundred.ops_per_s >= 3 * one.ops_per_s, (one, hundred)
 
 
@@ -65,7 +71,7 @@ def test_strace_counts_the_servers_reads(lab):
     assert pid, "the session's embedded server is a local process"
     try:
         with observe.strace_count(pid) as calls:
-            ch02.set_in_batches(r, 500, 1)
+            set_in_batches(r, 500, 1)
     except observe.StraceUnavailable as err:
         unavailable(str(err))
     # One read and one write per command. strace is stopped as the last reply arrives, so a busy

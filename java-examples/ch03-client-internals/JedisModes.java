@@ -18,8 +18,10 @@
 import java.util.ArrayList;
 import java.util.List;
 
+import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.Jedis;
+import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.Transaction;
@@ -77,7 +79,11 @@ public class JedisModes {
     // --8<-- [start:modes]
     /** N round trips: sadd() writes the command, flushes the socket and blocks until its reply. */
     static long oneByOne(Jedis jedis, List<String> keys) {
-        return SaddWorkload.jedisOneByOne(jedis, keys);
+        long added = 0;
+        for (String key : keys) {
+            added += jedis.sadd(key, SaddWorkload.MEMBER);
+        }
+        return added;
     }
 
     /**
@@ -90,7 +96,14 @@ public class JedisModes {
      * (and, once that is full, in Redis's output buffer for this client).
      */
     static long pipeline(Jedis jedis, List<String> keys) {
-        return SaddWorkload.jedisPipelined(jedis.pipelined(), keys);
+        List<Response<Long>> replies = new ArrayList<>(keys.size());
+        try (Pipeline pipeline = jedis.pipelined()) {
+            for (String key : keys) {
+                replies.add(pipeline.sadd(key, SaddWorkload.MEMBER));
+            }
+            pipeline.sync();
+        }
+        return sum(replies); // sync() has filled each Response
     }
 
     /**
@@ -126,7 +139,14 @@ public class JedisModes {
      * (With the deprecated JedisPool: try (Jedis j = pool.getResource(); Pipeline p = j.pipelined()).)
      */
     static long pooledPipeline(RedisClient pooled, List<String> keys) {
-        return SaddWorkload.jedisPipelined(pooled.pipelined(), keys);
+        List<Response<Long>> replies = new ArrayList<>(keys.size());
+        try (AbstractPipeline pipeline = pooled.pipelined()) {
+            for (String key : keys) {
+                replies.add(pipeline.sadd(key, SaddWorkload.MEMBER));
+            }
+            pipeline.sync();
+        }
+        return sum(replies);
     }
 
     private static long sum(List<Response<Long>> replies) {

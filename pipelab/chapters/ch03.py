@@ -1,40 +1,20 @@
-"""Chapter 3, client internals: what each client's pipelining modes send."""
+"""Chapter 3, client internals: what each client's pipelining modes send.
+
+The harness only: redis-py's modes are chapter 1's SADD loops (taken from its notebook) and this
+chapter's notebook cell tagged code:redispy_modes (the transaction, the pure-Python parser), passed in
+by the notebook; the Java clients' modes are the ch03 examples."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import redis
 from matplotlib.figure import Figure
-from redis._parsers import _RESP3Parser
 
 from .. import observe, plots, taught
 from ..params import Size
 from ..results import md_table, measurements_frame, median_figure, quantity, ratio_figure, summarize
 from ..server import PREFIX as LAB_PREFIX
-from ..server import Endpoint
 from . import ch01
 from .claims import Claim, Published, derived
-
-
-# --8<-- [start:redispy_modes]
-def sadd_transaction(r: redis.Redis, keys: list[str], member: str = "py") -> None:
-    # pipeline()'s default: the queued commands go out wrapped in MULTI ... EXEC.
-    pipe = r.pipeline()
-    for key in keys:
-        pipe.sadd(key, member)
-    added = pipe.execute()
-    assert sum(added) == len(keys)
-
-
-def pure_python_client(endpoint: Endpoint) -> redis.Redis:
-    # The same client with redis-py's own parser instead of hiredis. redis-py 8 speaks RESP3
-    # (HELLO 3) by default, so its pure-Python parser for that protocol is _RESP3Parser.
-    pool = redis.ConnectionPool(**endpoint.connection_kwargs(), parser_class=_RESP3Parser)
-    return redis.Redis(connection_pool=pool)
-
-
-# --8<-- [end:redispy_modes]
-
 
 # --- the chapter's parameters, declared once (the notebook passes them to the Java examples) ---
 
@@ -88,8 +68,9 @@ WIRE_SUMMARY = {
 # --- the SADD job in every client's modes ---------------------------------------------------------
 
 
-def redispy_modes(lab, link, n: int, repeat: int) -> tuple[dict, dict]:
-    """redis-py's modes over `link`: {("redis-py", mode): Measurement} and the commands each sent."""
+def redispy_modes(lab, link, n: int, repeat: int, sadd_transaction, pure_python_client) -> tuple[dict, dict]:
+    """redis-py's modes over `link`: {("redis-py", mode): Measurement} and the commands each sent. The
+    notebook passes its `sadd_transaction(r, keys)` and `pure_python_client(endpoint)`."""
     r = link.client()
     pure = pure_python_client(link.endpoint)
     loops = taught.load("01-round-trip-time")  # chapter 1's SADD loops, as its notebook runs them
@@ -142,8 +123,9 @@ def java_modes(lab, link, n: int, repeat: int) -> tuple[dict, dict]:
     return runs, wire
 
 
-def every_mode(lab, link, n: int, repeat: int) -> tuple[dict, dict]:
-    py_runs, py_wire = redispy_modes(lab, link, n, repeat)
+def every_mode(lab, link, n: int, repeat: int, sadd_transaction, pure_python_client) -> tuple[dict, dict]:
+    """redis-py's modes (redispy_modes, given the notebook's two) and every Java client's, over `link`."""
+    py_runs, py_wire = redispy_modes(lab, link, n, repeat, sadd_transaction, pure_python_client)
     j_runs, j_wire = java_modes(lab, link, n, repeat)
     return py_runs | j_runs, py_wire | j_wire
 

@@ -1,8 +1,9 @@
-"""Chapter 2, system calls: a module per section of the notebook, in its order.
+"""Chapter 2, system calls: a module per section of the notebook, in its order; the harness only.
 
-common (the SET workload), parameters (declared once; the notebook passes them to the Java example),
-syscalls (1), depth (2), batches (3), busy_loop (4, with where the two processes run), raw (5), tls (6),
-published.
+The workloads (the SETs in batches, the GETs in batches, the raw PINGs, the TLS connection) are the
+notebook's cells tagged code:… (taught.py), passed in by the notebook. parameters (declared once; the
+notebook passes them to the Java example), syscalls (1), depth (2), batches (3), busy_loop (4, with
+where the two processes run), raw (5), tls (6), published.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from .busy_loop import (
     switches_missing,
     switches_text,
 )
-from .common import set_in_batches
 from .depth import (
     DEPTH_ALT,
     depth_plot,
@@ -68,7 +68,7 @@ from .parameters import (
     java_depths,
 )
 from .published import CLAIMS, PUBLISHED
-from .raw import measure_raw, pings_many_writes, pings_one_write, pings_round_trips, raw_summary
+from .raw import measure_raw, raw_summary
 from .syscalls import (
     SYSCALLS_ALT,
     measure_strace,

@@ -1,4 +1,5 @@
-"""3. Batches of 10k: reply memory against time."""
+"""3. Batches of 10k: reply memory against time. The GET loop is the notebook's cell tagged
+code:batches, passed in by the notebook."""
 
 from __future__ import annotations
 
@@ -6,29 +7,19 @@ import matplotlib.pyplot as plt
 import redis
 from matplotlib.figure import Figure
 
-from ... import observe, plots
+from ... import observe, plots, taught
 from ...results import median_figure, quantity, ratio_figure
 from .parameters import BATCH, CLIENT_NAME, VALUE_BYTES, VALUE_KEY
 
 
-# --8<-- [start:batches]
 def get_in_batches(r: redis.Redis, n: int, batch: int, key: str) -> None:
-    # n GETs of one value; the server must hold every reply of a batch until the client reads it.
-    pipe = r.pipeline(transaction=False)
-    done = 0
-    while done < n:
-        size = min(batch, n - done)
-        for _ in range(size):
-            pipe.get(key)
-        pipe.execute()
-        done += size
+    """The notebook's code:batches cell, for chapter 6's harness (ch06.ceiling imports it from here)."""
+    return taught.load("02-system-calls").get_in_batches(r, n, batch, key)
 
 
-# --8<-- [end:batches]
-
-
-def measure_batches(lab, sizes: list[int], repeat: int) -> dict:
-    """{(size, mode): (Measurement, peak buffers)} for one pipeline of `size` GETs and 10k batches."""
+def measure_batches(lab, sizes: list[int], repeat: int, get_in_batches) -> dict:
+    """{(size, mode): (Measurement, peak buffers)} for one pipeline of `size` GETs and 10k batches,
+    sent by the notebook's `get_in_batches(r, n, batch, key)`."""
     with lab.client() as r:
         r.set(VALUE_KEY, "v" * VALUE_BYTES)
     big = lab.client()

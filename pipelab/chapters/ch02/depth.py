@@ -9,12 +9,12 @@ from matplotlib.figure import Figure
 from ... import observe, plots
 from ...measure import Measurement
 from ...results import quantity, rate_figure, ratio_figure
-from .common import set_in_batches
 from .parameters import BENCH_DEPTH, BENCH_ROUND_TRIPS, BENCH_SECONDS, JEDIS_BAR_PCT, PY_ROUND_TRIPS, SET_KEY
 
 
-def measure_depth_python(lab, counters, r: redis.Redis, depths: list[int], n: int, repeat: int):
-    """redis-py's SET rate at each depth, with the client's and the server's CPU share during the run."""
+def measure_depth_python(lab, counters, r: redis.Redis, depths: list[int], n: int, repeat: int, set_in_batches):
+    """redis-py's SET rate at each depth (the notebook's `set_in_batches`), with the client's and the
+    server's CPU share during the run."""
     runs, cpu = {}, {}
     for depth in depths:
         sets = max(depth, min(n, PY_ROUND_TRIPS * depth))

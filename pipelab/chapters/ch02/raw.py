@@ -1,37 +1,15 @@
-"""5. Raw RESP: one write, many writes, or a round trip each."""
+"""5. Raw RESP: one write, many writes, or a round trip each. The three ways are the notebook's cell
+tagged code:raw, passed in by the notebook."""
 
 from __future__ import annotations
 
-import socket
-
-from ...resp import connect, encode, read_bytes
+from ...resp import connect
 from ...results import median_figure, quantity
 
 
-# --8<-- [start:raw]
-def pings_one_write(sock: socket.socket, n: int) -> None:
-    sock.sendall(encode("PING") * n)  # every command in one buffer, one write
-    read_bytes(sock, len(b"+PONG\r\n") * n)
-
-
-def pings_many_writes(sock: socket.socket, n: int) -> None:
-    one = encode("PING")
-    for _ in range(n):
-        sock.sendall(one)  # still no waiting, but one write per command
-    read_bytes(sock, len(b"+PONG\r\n") * n)
-
-
-def pings_round_trips(sock: socket.socket, n: int) -> None:
-    one = encode("PING")
-    for _ in range(n):
-        sock.sendall(one)
-        read_bytes(sock, len(b"+PONG\r\n"))  # wait for each reply: no pipelining
-
-
-# --8<-- [end:raw]
-
-
-def measure_raw(lab, counters, n: int, repeat: int) -> tuple[dict, dict]:
+def measure_raw(lab, counters, n: int, repeat: int, pings_one_write, pings_many_writes, pings_round_trips):
+    """The notebook's three ways, each `fn(sock, n)` on one raw socket: {name: Measurement} and the
+    server's reads per command {name: float}."""
     runs, reads = {}, {}
     sock = connect(lab.endpoint)
     for name, fn in (

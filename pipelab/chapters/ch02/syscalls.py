@@ -1,4 +1,5 @@
-"""1. Reads and writes per command, counted by the server and by strace."""
+"""1. Reads and writes per command, counted by the server and by strace. The SETs are the notebook's
+cell tagged code:depth, passed in by the notebook."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from matplotlib.figure import Figure
 
 from ... import host, observe, plots
 from ...results import md_table, quantity
-from .common import set_in_batches
 from .parameters import STRACE_DEPTHS
 
 
-def measure_syscalls(counters, r: redis.Redis, depths: list[int], n: int) -> dict:
-    """Server reads and writes per command at each depth, from INFO counter deltas."""
+def measure_syscalls(counters, r: redis.Redis, depths: list[int], n: int, set_in_batches) -> dict:
+    """Server reads and writes per command at each depth, from INFO counter deltas, for the notebook's
+    `set_in_batches(r, n, depth)`."""
     per_command = {}
     for depth in depths:
         sets = max(n, 2 * depth)
@@ -36,7 +37,7 @@ def pid_text(server_pid: int | None) -> str:
     return host.lacks(host.PROC) or "not visible (remote or container)"
 
 
-def measure_strace(r: redis.Redis, server_pid: int | None, n: int) -> tuple[dict, str | None]:
+def measure_strace(r: redis.Redis, server_pid: int | None, n: int, set_in_batches) -> tuple[dict, str | None]:
     """System calls per command of the server and of this process's main thread, at depth 1 and 1,000."""
     rows = {}
     try:

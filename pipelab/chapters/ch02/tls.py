@@ -1,5 +1,6 @@
 """6. What TLS costs a pipeline: one server listening in plain and in TLS at once, redis-py and Jedis
-at each depth, the two transports timed in turns, with the client's and the server's CPU."""
+at each depth, the two transports timed in turns, with the client's and the server's CPU. The SETs and
+the TLS connection are the notebook's cells tagged code:depth and code:tls."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from ...errors import LabError
 from ...measure import Measurement
 from ...results import median_figure, quantity, ratio_figure
 from ...server import EmbeddedRedis, free_port
-from .common import set_in_batches
 from .parameters import TLS_ROUND_TRIPS
 
 TRANSPORTS = ("plain", "TLS")
@@ -66,11 +66,13 @@ class CpuMeter:
         return {"client": 1e6 * self.client_s / self.commands, "server": 1e6 * self.server_s / self.commands}
 
 
-# --8<-- [start:tls]
-def measure_tls_python(lab, server: EmbeddedRedis, depths: list[int], n: int, repeat: int):
-    """redis-py's SETs at each depth over the plain port and the TLS port, in turns (plain, TLS,
-    plain, ...): {depth: {transport: Measurement}} and CPU µs per command {depth: {transport: {...}}}."""
-    plain, secure = server.endpoint.client(), server.tls_endpoint.client()
+def measure_tls_python(lab, server: EmbeddedRedis, depths: list[int], n: int, repeat: int, set_in_batches, tls_client):
+    """The notebook's `set_in_batches` at each depth over the plain port and, through its
+    `tls_client(host, port, ca_file, password)`, the TLS port, in turns (plain, TLS, plain, ...):
+    {depth: {transport: Measurement}} and CPU µs per command {depth: {transport: {...}}}."""
+    secured = server.tls_endpoint
+    plain = server.endpoint.client()
+    secure = tls_client(secured.host, secured.port, secured.ca_file, secured.password)
     runs, cpu = {}, {}
     with server.endpoint.client() as info:
         for depth in depths:
@@ -95,9 +97,6 @@ def measure_tls_python(lab, server: EmbeddedRedis, depths: list[int], n: int, re
     plain.close()
     secure.close()
     return runs, cpu
-
-
-# --8<-- [end:tls]
 
 
 def measure_tls_java(lab, server: EmbeddedRedis, depths: list[int], n: int, repeat: int):

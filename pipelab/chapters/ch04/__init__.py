@@ -1,4 +1,8 @@
-"""Chapter 4, pitfalls: a module per section of the notebook, in its order.
+"""Chapter 4, pitfalls: a module per section of the notebook, in its order; the harness only.
+
+The client code each section is about (the two ways to drop the oldest items, A's pipeline, the five
+read-compute-write ways, the bad command, the jobs cut by a reset, the BLPOP, the slow pipeline and
+its batches) is the notebook's cells tagged code:… (taught.py), passed in by the notebook.
 
 instruments (what the sections observe), parameters (declared once; the notebook passes them to the Java
 examples), lrem (1), interleave (2), rcw (3), errors (4), drop (5), blocking (6), timeouts (7), published.
@@ -6,10 +10,10 @@ examples), lrem (1), interleave (2), rcw (3), errors (4), drop (5), blocking (6)
 
 from __future__ import annotations
 
-from .blocking import blocking_cases, blocking_summary, blocking_table, pipeline_with_blpop
+from .blocking import blocking_cases, blocking_summary, blocking_table
 from .common import PREFIX, no_retry_client, restore_oldest
-from .drop import drop_scenarios, drop_summary, drop_table, incr_exactly_once, incr_pipeline, set_pipeline
-from .errors import bad_command_cases, errors_summary, errors_table, pipeline_with_bad_command
+from .drop import drop_scenarios, drop_summary, drop_table, incr_exactly_once, incr_pipeline
+from .errors import bad_command_cases, errors_summary, errors_table
 from .instruments import (
     Probe,
     incr_command_bytes,
@@ -26,13 +30,10 @@ from .interleave import (
     interleave_table,
     interleave_trials,
     measure_transaction_cost,
-    push_in_pipeline,
 )
 from .lrem import (
     LREM_ALT,
     build_list,
-    drop_oldest_lrem,
-    drop_oldest_ltrim,
     lrem_plot,
     lrem_summary,
     lrem_table,
@@ -61,18 +62,11 @@ from .parameters import (
 )
 from .published import CLAIMS, PUBLISHED
 from .rcw import (
-    COLLATZ_LUA,
     RCW_ALT,
     RCW_MODES,
-    collatz,
     measure_rcw,
-    rcw_eval_each,
-    rcw_eval_pipelined,
-    rcw_evalsha_pipelined,
     rcw_plot,
-    rcw_round_trips,
     rcw_summary,
     rcw_table,
-    rcw_two_pipelines,
 )
-from .timeouts import in_batches, slow_pipeline, timeout_cases, timeout_summary, timeout_table
+from .timeouts import timeout_cases, timeout_summary, timeout_table

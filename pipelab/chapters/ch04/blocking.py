@@ -1,32 +1,18 @@
-"""Section 6: a blocking command inside a pipeline."""
+"""Section 6: a blocking command inside a pipeline. The pipeline is the notebook's cell tagged
+code:blocking, passed in by the notebook."""
 
 from __future__ import annotations
 
 import time
-
-import redis
 
 from ...results import md_table, quantity
 from .common import PREFIX
 from .instruments import Probe
 
 
-# --8<-- [start:blocking]
-def pipeline_with_blpop(r: redis.Redis, queue: str, marker: str, timeout_s: float, *, transaction: bool = False):
-    # SET before, BLPOP on an empty list, SET after: the reply to the first SET and the
-    # execution of the last wait for BLPOP to return (in MULTI, BLPOP does not block).
-    pipe = r.pipeline(transaction=transaction)
-    pipe.set(f"{marker}:before", 1)
-    pipe.blpop([queue], timeout=timeout_s)
-    pipe.set(f"{marker}:after", 1)
-    return pipe.execute()
-
-
-# --8<-- [end:blocking]
-
-
-def blocking_cases(lab, timeouts: list) -> list:
-    """When the SETs before and after a BLPOP on an empty list became visible to another client."""
+def blocking_cases(lab, timeouts: list, pipeline_with_blpop) -> list:
+    """When the SETs before and after a BLPOP on an empty list (the notebook's `pipeline_with_blpop(r,
+    queue, marker, timeout_s, transaction=...)`) became visible to another client."""
     r = lab.client()
     queue, mark = PREFIX + "queue", PREFIX + "mark"
     rows = []

@@ -1,11 +1,11 @@
-"""Section 5: a connection that drops in the middle of a pipeline: what ran, and retries."""
+"""Section 5: a connection that drops in the middle of a pipeline: what ran, and retries. The jobs are
+the notebook's cell tagged code:drop, passed in by the notebook."""
 
 from __future__ import annotations
 
 import time
 
-import redis
-
+from ... import taught
 from ...jbang import fact
 from ...results import md_table, quantity
 from ...server import delete_lab_keys
@@ -14,49 +14,19 @@ from .instruments import incr_command_bytes
 from .parameters import CUT_MS
 
 
-# --8<-- [start:drop]
-def incr_pipeline(r: redis.Redis, key: str, n: int, *, transaction: bool = False) -> list:
-    # n INCR of one counter: the counter's value afterwards is the number the server applied.
-    pipe = r.pipeline(transaction=transaction)
-    for _ in range(n):
-        pipe.incr(key)
-    return pipe.execute()
+def incr_pipeline(*args, **kwargs) -> list:
+    """The notebook's code:drop cell, for chapter 8's harness (ch08 imports it from here)."""
+    return taught.load("04-pitfalls").incr_pipeline(*args, **kwargs)
 
 
-def set_pipeline(r: redis.Redis, prefix: str, n: int) -> list:
-    # The idempotent version of the same job: SET key:i 1 applied twice leaves the same state.
-    pipe = r.pipeline(transaction=False)
-    for i in range(n):
-        pipe.set(f"{prefix}{i}", 1)
-    return pipe.execute()
+def incr_exactly_once(*args, **kwargs) -> int:
+    """The notebook's code:drop cell, for chapter 8's harness (ch08 imports it from here)."""
+    return taught.load("04-pitfalls").incr_exactly_once(*args, **kwargs)
 
 
-def incr_exactly_once(r: redis.Redis, key: str, n: int, request_id: str, attempts: int = 5) -> int:
-    # A retry that cannot apply anything twice: MULTI/EXEC makes the job all or nothing, and a
-    # marker written in the same transaction tells a retry whether an earlier attempt ran.
-    # `r` must not retry by itself (no_retry_client). Returns the attempts it took.
-    marker = f"{PREFIX}request:{request_id}"
-    for attempt in range(1, attempts + 1):
-        try:
-            if r.exists(marker):
-                return attempt  # the reply was lost, the work was not: nothing to re-send
-            pipe = r.pipeline(transaction=True)
-            for _ in range(n):
-                pipe.incr(key)
-            pipe.set(marker, 1, ex=3600)
-            pipe.execute()
-            return attempt
-        except (redis.ConnectionError, redis.TimeoutError):
-            time.sleep(0.05 * attempt)
-    raise redis.ConnectionError(f"gave up after {attempts} attempts")
-
-
-# --8<-- [end:drop]
-
-
-def drop_scenarios(lab, n: int) -> dict:
-    """The cut and lost-reply scenarios through toxiproxy: per scenario, what the client saw, what
-    the server applied and the connections opened."""
+def drop_scenarios(lab, n: int, incr_pipeline, set_pipeline, incr_exactly_once) -> dict:
+    """The cut and lost-reply scenarios through toxiproxy, run with the notebook's three jobs: per
+    scenario, what the client saw, what the server applied and the connections opened."""
     r = lab.client()
     counter, set_prefix = PREFIX + "drop:counter", PREFIX + "drop:set:"
     # Enough bandwidth for about a quarter of the pipeline before the reset.

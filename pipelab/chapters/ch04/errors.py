@@ -1,4 +1,5 @@
-"""Section 4: one bad command in a pipeline, and what each client does with the rest."""
+"""Section 4: one bad command in a pipeline, and what each client does with the rest. The pipeline is
+the notebook's cell tagged code:bad, passed in by the notebook."""
 
 from __future__ import annotations
 
@@ -9,29 +10,9 @@ from .common import PREFIX
 from .parameters import yes_no
 
 
-# --8<-- [start:bad]
-def pipeline_with_bad_command(
-    r: redis.Redis, key: str, counter: str, *, transaction: bool, raise_on_error: bool, bad: str = "wrongtype"
-):
-    # The second command fails: LPUSH on a string (WRONGTYPE, an error when it runs), or
-    # LPUSH without a value (wrong number of arguments, an error before it can run).
-    pipe = r.pipeline(transaction=transaction)
-    pipe.set(key, "v")
-    if bad == "wrongtype":
-        pipe.lpush(key, "x")
-    else:
-        pipe.execute_command("LPUSH", key)
-    pipe.incr(counter)
-    pipe.get(key)
-    return pipe.execute(raise_on_error=raise_on_error)
-
-
-# --8<-- [end:bad]
-
-
-def bad_command_cases(r: redis.Redis) -> list:
-    """What redis-py returns or raises for each bad command, with and without MULTI/EXEC and
-    raise_on_error, and whether the INCR after the bad command ran."""
+def bad_command_cases(r: redis.Redis, pipeline_with_bad_command) -> list:
+    """What redis-py returns or raises for each bad command (the notebook's `pipeline_with_bad_command`),
+    with and without MULTI/EXEC and raise_on_error, and whether the INCR after the bad command ran."""
     bad_key, counter = PREFIX + "bad", PREFIX + "bad:counter"
     rows = []
     for bad in ("wrongtype", "arity"):

@@ -1,10 +1,9 @@
-"""Section 2: a pipeline is not a transaction; another client's commands land between its commands."""
+"""Section 2: a pipeline is not a transaction; another client's commands land between its commands.
+A's pipeline is the notebook's cell tagged code:interleave, passed in by the notebook."""
 
 from __future__ import annotations
 
 import statistics
-
-import redis
 
 from ... import observe
 from ...results import md_table, median_figure, quantity, ratio_figure
@@ -12,26 +11,15 @@ from .common import PREFIX
 from .instruments import Probe
 
 
-# --8<-- [start:interleave]
-def push_in_pipeline(r: redis.Redis, key: str, n: int, transaction: bool) -> None:
-    # n RPUSH in one pipeline; transaction=True wraps them in MULTI ... EXEC.
-    pipe = r.pipeline(transaction=transaction)
-    for i in range(n):
-        pipe.rpush(key, f"A:{i}")
-    pipe.execute()
-
-
 def foreign_entries_inside(entries: list[bytes]) -> int:
-    # Another client's entries that landed between the pipeline's first and last entry.
+    """Another client's entries that landed between the pipeline's first and last entry ("A:…")."""
     positions = [i for i, e in enumerate(entries) if e.startswith(b"A:")]
     return sum(1 for e in entries[positions[0] : positions[-1]] if not e.startswith(b"A:"))
 
 
-# --8<-- [end:interleave]
-
-
-def interleave_trials(lab, n: int, trials: int) -> dict:
-    """B's entries that landed inside A's pipeline of n RPUSH, per trial: {transaction: [count, ...]}."""
+def interleave_trials(lab, n: int, trials: int, push_in_pipeline) -> dict:
+    """B's entries that landed inside A's pipeline of n RPUSH (the notebook's `push_in_pipeline(r, key,
+    n, transaction)`), per trial: {transaction: [count, ...]}."""
     r = lab.client()
     log = PREFIX + "log"
     inside = {False: [], True: []}
@@ -60,7 +48,7 @@ def interleave_trials(lab, n: int, trials: int) -> dict:
     return inside
 
 
-def measure_transaction_cost(lab, n: int, repeat: int) -> tuple[list, dict, dict]:
+def measure_transaction_cost(lab, n: int, repeat: int, push_in_pipeline) -> tuple[list, dict, dict]:
     """A's pipeline and A's MULTI/EXEC timed alone, B's worst wait (median of runs) behind each,
     and what a 3-command transaction sent."""
     r = lab.client()

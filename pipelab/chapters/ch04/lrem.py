@@ -1,4 +1,5 @@
-"""Section 1: LREM against LTRIM in a pipeline, the same job at a different cost."""
+"""Section 1: LREM against LTRIM in a pipeline, the same job at a different cost. The two ways are the
+notebook's cell tagged code:lrem, passed in by the notebook."""
 
 from __future__ import annotations
 
@@ -16,38 +17,18 @@ from .instruments import Probe, last_slowlog_id, server_time, slowlog_entries, s
 from .parameters import SLOWLOG_US, P
 
 
-# --8<-- [start:lrem]
 def build_list(r: redis.Redis, key: str, length: int, chunk: int = 10_000) -> None:
-    # item:0 is the newest (head), item:<length-1> the oldest (tail), as with LPUSH-ed events.
+    """item:0 is the newest (head), item:<length-1> the oldest (tail), as with LPUSH-ed events."""
     r.unlink(key)
     for start in range(0, length, chunk):
         r.rpush(key, *(f"item:{i}" for i in range(start, min(start + chunk, length))))
 
 
-def drop_oldest_lrem(r: redis.Redis, key: str, length: int, count: int) -> None:
-    # Remove the `count` oldest items by value. LREM with count 0 removes every occurrence,
-    # so it reads the whole list for each command: O(N) however few items go.
-    pipe = r.pipeline(transaction=False)
-    for i in range(count):
-        pipe.lrem(key, 0, f"item:{length - 1 - i}")
-    assert pipe.execute() == [1] * count
-
-
-def drop_oldest_ltrim(r: redis.Redis, key: str, count: int) -> None:
-    # The same job by position: keep everything but the last element. LTRIM costs what it
-    # removes (one element here), whatever the list's length.
-    pipe = r.pipeline(transaction=False)
-    for _ in range(count):
-        pipe.ltrim(key, 0, -2)
-    pipe.execute()
-
-
-# --8<-- [end:lrem]
-
-
-def measure_lrem(lab, lengths: list[int], repeat: int) -> tuple[list, list, int]:
-    """Per length and way: the timed pipeline of P commands, then one observed run (server µs per
-    call, server CPU, slow log, a second client's wait). Returns (measurements, rows, threshold)."""
+def measure_lrem(lab, lengths: list[int], repeat: int, drop_oldest_lrem, drop_oldest_ltrim) -> tuple[list, list, int]:
+    """Per length and way (the notebook's `drop_oldest_lrem(r, key, length, count)` and
+    `drop_oldest_ltrim(r, key, count)`): the timed pipeline of P commands, then one observed run
+    (server µs per call, server CPU, slow log, a second client's wait). Returns (measurements, rows,
+    threshold)."""
     r = lab.client()
     key = PREFIX + "list"
     counters = observe.Counters(lab.endpoint)

@@ -1,9 +1,9 @@
-"""Section 3: read, compute, write by round trips, two pipelines, EVAL and pipelined EVALSHA."""
+"""Section 3: read, compute, write by round trips, two pipelines, EVAL and pipelined EVALSHA. The five
+ways and the computation are the notebook's cell tagged code:rcw, passed in by the notebook."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import redis
 from matplotlib.figure import Figure
 
 from ... import plots
@@ -11,85 +11,27 @@ from ...results import md_table, quantity
 from .common import PREFIX
 from .instruments import net_input_bytes, seed_numbers
 
-
-# --8<-- [start:rcw]
-def collatz(x: int) -> int:
-    # The "compute" step: nothing Redis has a command for.
-    return x // 2 if x % 2 == 0 else 3 * x + 1
-
-
-COLLATZ_LUA = """
-local x = tonumber(redis.call('GET', KEYS[1]))
-if x % 2 == 0 then x = x / 2 else x = 3 * x + 1 end
-redis.call('SET', KEYS[1], x)
-return x
-"""
+# The notebook's five ways, in the order it passes them (rcw_round_trips, rcw_two_pipelines,
+# rcw_eval_each, rcw_eval_pipelined, rcw_evalsha_pipelined).
+RCW_MODES = (
+    "round trips (GET, then SET)",
+    "two pipelines (not atomic)",
+    "EVAL per key",
+    "EVAL, pipelined",
+    "SCRIPT LOAD + EVALSHA, pipelined",
+)
 
 
-def rcw_round_trips(r: redis.Redis, keys: list[str]) -> None:
-    # Read, compute, write: two round trips per key, and the read must come back first.
-    for key in keys:
-        r.set(key, collatz(int(r.get(key))))
-
-
-def rcw_two_pipelines(r: redis.Redis, keys: list[str]) -> None:
-    # Every read in one pipeline, every write in another: two round trips in all, but a
-    # write by someone else between the two is silently overwritten.
-    reads = r.pipeline(transaction=False)
-    for key in keys:
-        reads.get(key)
-    values = reads.execute()
-    writes = r.pipeline(transaction=False)
-    for key, value in zip(keys, values):
-        writes.set(key, collatz(int(value)))
-    writes.execute()
-
-
-def rcw_eval_each(r: redis.Redis, keys: list[str]) -> None:
-    # The computation moves into Redis: one round trip per key, the script's text every time.
-    for key in keys:
-        r.eval(COLLATZ_LUA, 1, key)
-
-
-def rcw_evalsha_pipelined(r: redis.Redis, keys: list[str]) -> None:
-    # SCRIPT LOAD once, then EVALSHA (40 hex digits instead of the text) for every key in one
-    # pipeline: one round trip, and each key's read-compute-write is atomic.
-    sha = r.script_load(COLLATZ_LUA)
-    pipe = r.pipeline(transaction=False)
-    for key in keys:
-        pipe.evalsha(sha, 1, key)
-    pipe.execute()
-
-
-def rcw_eval_pipelined(r: redis.Redis, keys: list[str]) -> None:
-    # One round trip too, but the script's text travels once per key.
-    pipe = r.pipeline(transaction=False)
-    for key in keys:
-        pipe.eval(COLLATZ_LUA, 1, key)
-    pipe.execute()
-
-
-# --8<-- [end:rcw]
-
-RCW_MODES = {
-    "round trips (GET, then SET)": rcw_round_trips,
-    "two pipelines (not atomic)": rcw_two_pipelines,
-    "EVAL per key": rcw_eval_each,
-    "EVAL, pipelined": rcw_eval_pipelined,
-    "SCRIPT LOAD + EVALSHA, pipelined": rcw_evalsha_pipelined,
-}
-
-
-def measure_rcw(lab, sizes: dict, repeat: int) -> tuple[list, list]:
-    """Every read-compute-write mode at each RTT (ms) of `sizes` {rtt: keys}: time and bytes sent per key;
-    each mode must leave the same values."""
+def measure_rcw(lab, sizes: dict, repeat: int, ways: list, collatz) -> tuple[list, list]:
+    """Every read-compute-write way (the notebook's five `way(r, keys)`, named by RCW_MODES) at each RTT
+    (ms) of `sizes` {rtt: keys}: time and bytes sent per key; each must leave `collatz` of every value."""
     r = lab.client()
     runs, rows = [], []
     for rtt, n in sizes.items():
         keys = [f"{PREFIX}num:{i}" for i in range(n)]
         with lab.rtt(rtt) as link:
             c = link.client()
-            for mode, run in RCW_MODES.items():
+            for mode, run in zip(RCW_MODES, ways, strict=True):
                 m = lab.measure(
                     f"{mode}, {rtt} ms",
                     lambda: run(c, keys),

@@ -1,10 +1,9 @@
-"""Section 7: client timeouts shorter than a pipeline's reply time."""
+"""Section 7: client timeouts shorter than a pipeline's reply time. The slow pipeline and the batching
+are the notebook's cell tagged code:timeout, passed in by the notebook."""
 
 from __future__ import annotations
 
 import time
-
-import redis
 
 from ...jbang import fact
 from ...results import md_table, quantity
@@ -14,29 +13,10 @@ from .lrem import build_list
 from .parameters import DEFAULT_RETRIES, LONG, TIMEOUT_S
 
 
-# --8<-- [start:timeout]
-def slow_pipeline(r: redis.Redis, counter: str, key: str, length: int, count: int) -> list:
-    # An INCR, then `count` LREM on a long list: the server works through all of them before
-    # the replies go out, so the client's first read waits for the whole batch.
-    pipe = r.pipeline(transaction=False)
-    pipe.incr(counter)
-    for i in range(count):
-        pipe.lrem(key, 0, f"absent:{i}")
-    return pipe.execute()
-
-
-def in_batches(run, items: list, size: int) -> None:
-    # The fix: batches small enough that each one's reply time stays under the timeout.
-    for start in range(0, len(items), size):
-        run(items[start : start + size])
-
-
-# --8<-- [end:timeout]
-
-
-def timeout_cases(lab, n_fast: int) -> tuple[list, dict]:
-    """A fast big pipeline, a slow one without and with redis-py's retries, and the slow one in
-    batches, each under a TIMEOUT_S socket timeout; sized from the server's measured LREM cost."""
+def timeout_cases(lab, n_fast: int, slow_pipeline, in_batches) -> tuple[list, dict]:
+    """A fast big pipeline, a slow one (the notebook's `slow_pipeline`) without and with redis-py's
+    retries, and the slow one cut by its `in_batches`, each under a TIMEOUT_S socket timeout; sized
+    from the server's measured LREM cost."""
     r = lab.client()
     slow_list, counter = PREFIX + "long", PREFIX + "timeout:counter"
     build_list(r, slow_list, LONG)
