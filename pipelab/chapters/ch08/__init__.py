@@ -2,7 +2,11 @@
 with its default retries, and its HELLO 3 against a server without HELLO, measured here; Lettuce's
 unbounded queue, replay and shared-connection state, Jedis's pooled and cluster pipelines,
 Redisson's batch retries and WAIT, and Spring's escaping callback come from the ch08-lettuce,
-ch08-jedis, ch08-redisson and ch08-spring examples."""
+ch08-jedis, ch08-redisson and ch08-spring examples.
+
+The harness only: the redis-py code each section teaches (the pipelines that meet the retries, the
+first command against a server without HELLO, the shared pipeline and its fixes) is the notebook's
+cells tagged code:… (taught.py), passed in by the notebook."""
 
 from __future__ import annotations
 
@@ -12,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import redis
-import redis.asyncio
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 
@@ -49,40 +52,6 @@ SHORT_TIMEOUT_S = 0.5  # the scaled-down case: every attempt times out, so every
 BLOCK_S = 1  # a BLPOP in the pipeline that waits this long, longer than SHORT_TIMEOUT_S
 
 
-# --8<-- [start:silent]
-def incr_then_wait(r: redis.Redis, key: str, queue: str, n: int, block_s: float) -> list:
-    # n INCRs, then a BLPOP on an empty list: the INCRs' replies come at once, but execute() reads
-    # until the BLPOP's reply too, which comes when it gives up after block_s.
-    pipe = r.pipeline(transaction=False)
-    for _ in range(n):
-        pipe.incr(key)
-    pipe.blpop([queue], timeout=block_s)
-    return pipe.execute()
-
-
-async def incr_then_wait_async(r: redis.asyncio.Redis, key: str, queue: str, n: int, block_s: float) -> list:
-    async with r.pipeline(transaction=False) as pipe:
-        for _ in range(n):
-            pipe.incr(key)
-        pipe.blpop([queue], timeout=block_s)
-        return await pipe.execute()
-
-
-def add_once(r: redis.Redis, key: str, amount: int, before_exec=lambda: None) -> None:
-    # Read, then write under WATCH, in redis-py's own loop: Redis.transaction() calls add again
-    # whenever EXEC raises WatchError. (before_exec is where the lab stalls the network.)
-    def add(pipe) -> None:
-        value = int(pipe.get(key) or 0)
-        pipe.multi()
-        pipe.set(key, value + amount)
-        before_exec()
-
-    r.transaction(add, key)
-
-
-# --8<-- [end:silent]
-
-
 def _runs(r: redis.Redis, key: str, per_run: int) -> float:
     return int(r.get(key) or 0) / per_run
 
@@ -97,9 +66,10 @@ def _attempt(job) -> tuple[str, float]:
     return outcome, time.perf_counter() - start
 
 
-def measure_stalled(lab, n: int) -> dict[str, dict]:
+def measure_stalled(lab, n: int, add_once) -> dict[str, dict]:
     """A network stall of SILENCE_S (toxiproxy holds every reply) under redis-py's defaults and
-    its fixes: per case, the times the server ran the job, the outcome and the wait."""
+    its fixes: per case, the times the server ran the job, the outcome and the wait. `add_once(r, key,
+    amount, before_exec)` is the notebook's read-modify-write under Redis.transaction()."""
     r = lab.client()
     key = PREFIX + "stall:runs"
     marker_ids = []
@@ -138,9 +108,10 @@ def measure_stalled(lab, n: int) -> dict[str, dict]:
     return out
 
 
-def measure_blocked(lab, n: int) -> dict[str, dict]:
+def measure_blocked(lab, n: int, incr_then_wait, incr_then_wait_async) -> dict[str, dict]:
     """The pipeline's own BLPOP outlasts a SHORT_TIMEOUT_S socket timeout on every attempt: the
-    retries that redis-py spends, sync and asyncio, and the same with retries off."""
+    retries that redis-py spends, sync and asyncio, and the same with retries off. The pipelines are
+    the notebook's `incr_then_wait(r, key, queue, n, block_s)` and its asyncio twin."""
     r = lab.client()
     key, queue = PREFIX + "block:runs", PREFIX + "block:empty"
     e = lab.endpoint
@@ -173,12 +144,12 @@ def measure_blocked(lab, n: int) -> dict[str, dict]:
     return out
 
 
-def measure_retries(lab, n: int) -> tuple[dict, dict]:
+def measure_retries(lab, n: int, incr_then_wait, incr_then_wait_async, add_once) -> tuple[dict, dict]:
     """measure_stalled (without toxiproxy: {}) and measure_blocked at once: each mostly waits, one on
     the proxy's stall and one on BLPOP, and each counts its runs on a key of its own."""
     with ThreadPoolExecutor(1) as pool:
-        blocked = pool.submit(measure_blocked, lab, n)
-        stalled = measure_stalled(lab, n) if lab.rtt_available else {}
+        blocked = pool.submit(measure_blocked, lab, n, incr_then_wait, incr_then_wait_async)
+        stalled = measure_stalled(lab, n, add_once) if lab.rtt_available else {}
         return stalled, blocked.result()
 
 
@@ -269,39 +240,17 @@ class HelloRefused(EmbeddedRedis):
         return _Resp2Endpoint("127.0.0.1", self.port)
 
 
-# --8<-- [start:hello]
-def first_command(host: str, port: int, **options) -> str:
-    # A client connects on its first command: redis-py 8 begins with HELLO 3 unless given protocol=2.
-    r = redis.Redis(host=host, port=port, **options)
-    try:
-        return f"connected: {r.ping()}"
-    finally:
-        r.close()
-
-
-async def first_command_async(host: str, port: int, **options) -> str:
-    r = redis.asyncio.Redis(host=host, port=port, **options)
-    try:
-        return f"connected: {await r.ping()}"
-    finally:
-        await r.aclose()
-
-
-# --8<-- [end:hello]
-
-HELLO_CASES = {  # slug: what the reader would write, and how the lab runs it
-    "defaults": ("redis.Redis(host, port)", lambda h, p: first_command(h, p)),
-    "resp2": ("redis.Redis(host, port, protocol=2)", lambda h, p: first_command(h, p, protocol=2)),
-    "async_defaults": (
-        "redis.asyncio.Redis(host, port)",
-        lambda h, p: _in_loop(lambda: first_command_async(h, p)),
-    ),
+HELLO_CASES = {  # slug: what the reader would write, the options it passes, and whether it is asyncio
+    "defaults": ("redis.Redis(host, port)", {}, False),
+    "resp2": ("redis.Redis(host, port, protocol=2)", {"protocol": 2}, False),
+    "async_defaults": ("redis.asyncio.Redis(host, port)", {}, True),
 }
 
 
-def measure_hello() -> dict[str, dict]:
-    """Each of HELLO_CASES against a server the lab starts without HELLO: what the first command
-    returned or raised, and the server's name and version."""
+def measure_hello(first_command, first_command_async) -> dict[str, dict]:
+    """Each of HELLO_CASES against a server the lab starts without HELLO, through the notebook's
+    `first_command(host, port, **options)` or its asyncio twin: what the first command returned or
+    raised, and the server's name and version."""
     with HelloRefused() as server:
         e = server.endpoint
         with e.client() as control:
@@ -309,9 +258,13 @@ def measure_hello() -> dict[str, dict]:
         version = f"Valkey {info['valkey_version']}" if "valkey_version" in info else f"Redis {info['redis_version']}"
 
         out = {}
-        for slug, (call, connect) in HELLO_CASES.items():
+        for slug, (call, options, asynchronous) in HELLO_CASES.items():
             try:
-                outcome, connected = connect(e.host, e.port), True
+                if asynchronous:
+                    outcome = _in_loop(lambda: first_command_async(e.host, e.port, **options))
+                else:
+                    outcome = first_command(e.host, e.port, **options)
+                connected = True
             except redis.RedisError as err:  # the error is the finding
                 outcome, connected = f"{type(err).__name__}: {str(err).strip()}", False
             out[slug] = {"call": call, "outcome": outcome, "connected": connected, "server_version": version}

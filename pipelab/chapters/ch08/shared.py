@@ -2,7 +2,10 @@
 (redis.asyncio), against a pipeline per call and the shared one behind a lock. Each caller counts
 the replies it got that belong to another caller and the exceptions it met; the server counts the
 SETs that never ran and those that ran more than once. Jedis's Pipeline is measured the same way by
-the ch08-jedis-shared example."""
+the ch08-jedis-shared example.
+
+The harness only: the shared pipeline and its two fixes, for threads and for coroutines, are the
+notebook's cell tagged code:shared, passed in by the notebook."""
 
 from __future__ import annotations
 
@@ -11,7 +14,6 @@ import threading
 from collections import Counter
 
 import redis
-import redis.asyncio
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 
@@ -48,61 +50,6 @@ CASE_COUNTS = (
 )
 FAULTS = ("wrong", "missing", "lost", "corrupt_values", "stray_keys")  # counts that make a trial faulty
 CLIENTS = {"sync": "redis-py, threads", "async": "redis.asyncio, coroutines", "jedis": "Jedis, threads"}
-
-
-# --8<-- [start:shared]
-def set_and_get(pipe: redis.client.Pipeline, keys: list[str]) -> list:
-    # Each value is its own key's name: a reply that names another key was another caller's.
-    for key in keys:
-        pipe.set(key, key)
-        pipe.get(key)
-    return pipe.execute()
-
-
-def shared(pipe: redis.client.Pipeline):
-    # The trap: every thread queues into, and executes, the same Pipeline object.
-    return lambda keys: set_and_get(pipe, keys)
-
-
-def per_call(r: redis.Redis):
-    # The fix: a pipeline per call; execute() takes a connection of its own from r's pool.
-    def run(keys: list[str]) -> list:
-        with r.pipeline(transaction=False) as pipe:
-            return set_and_get(pipe, keys)
-
-    return run
-
-
-def locked(pipe: redis.client.Pipeline, lock: threading.Lock):
-    # The other fix: the lock is held from the first queued command to the last reply.
-    def run(keys: list[str]) -> list:
-        with lock:
-            return set_and_get(pipe, keys)
-
-    return run
-
-
-async def set_and_get_async(pipe: redis.asyncio.client.Pipeline, keys: list[str]) -> list:
-    for key in keys:
-        pipe.set(key, key)
-        pipe.get(key)
-    return await pipe.execute()
-
-
-# --8<-- [end:shared]
-
-
-def _async_runner(mode: str, r: redis.asyncio.Redis, pipe, lock: asyncio.Lock):
-    async def run(keys: list[str]) -> list:
-        if mode == "per_call":
-            async with r.pipeline(transaction=False) as own:
-                return await set_and_get_async(own, keys)
-        if mode == "lock":
-            async with lock:
-                return await set_and_get_async(pipe, keys)
-        return await set_and_get_async(pipe, keys)
-
-    return run
 
 
 def _batches(mode: str, trial: int, callers: int, rounds: int) -> list[list[list[str]]]:
@@ -186,24 +133,25 @@ def _run_threads(run, batches) -> list[list]:
     return outcomes
 
 
-def _sync_trial(lab, mode: str, batches) -> list[list]:
+def _runner(mode: str, factories, r, pipe, lock):
+    """The call one caller makes in `mode`, from the notebook's (shared, per_call, locked)."""
+    shared, per_call, locked = factories
+    return {"shared": lambda: shared(pipe), "per_call": lambda: per_call(r), "lock": lambda: locked(pipe, lock)}[mode]()
+
+
+def _sync_trial(lab, mode: str, batches, threads) -> list[list]:
     r = no_retry_client(lab.endpoint, socket_timeout=SHARED_TIMEOUT_S)
     pipe = r.pipeline(transaction=False)
-    run = {
-        "shared": lambda: shared(pipe),
-        "per_call": lambda: per_call(r),
-        "lock": lambda: locked(pipe, threading.Lock()),
-    }
     try:
-        return _run_threads(run[mode](), batches)
+        return _run_threads(_runner(mode, threads, r, pipe, threading.Lock()), batches)
     finally:
         r.close()  # also drops the connections the shared pipeline left in an unknown state
 
 
-async def _async_trial(lab, mode: str, batches) -> list[list]:
+async def _async_trial(lab, mode: str, batches, coroutines) -> list[list]:
     r = lab.endpoint.async_client(socket_timeout=SHARED_TIMEOUT_S, retry=AsyncRetry(NoBackoff(), 0))
     pipe = r.pipeline(transaction=False)
-    run = _async_runner(mode, r, pipe, asyncio.Lock())
+    run = _runner(mode, coroutines, r, pipe, asyncio.Lock())
 
     async def caller(keys_list):
         return [await _outcome_async(run, keys) for keys in keys_list]
@@ -217,9 +165,11 @@ async def _async_trial(lab, mode: str, batches) -> list[list]:
             pass
 
 
-def measure_shared(lab, callers: int, rounds: int, trials: int) -> dict[str, dict[str, dict]]:
+def measure_shared(lab, callers: int, rounds: int, trials: int, *, threads, coroutines) -> dict[str, dict[str, dict]]:
     """Per client (sync threads, asyncio coroutines) and MODES: the callers' tally and the server's
-    counts summed over `trials`, and in how many trials anything went wrong."""
+    counts summed over `trials`, and in how many trials anything went wrong. `threads` and `coroutines`
+    are the notebook's (shared, per_call, locked) and (shared_async, per_call_async, locked_async): each
+    takes the pipeline, the client, or the pipeline and a lock, and returns the call a caller makes."""
     control = lab.client(decode_responses=True)
     out: dict[str, dict[str, dict]] = {}
     with LoopThread() as loop:
@@ -231,9 +181,9 @@ def measure_shared(lab, callers: int, rounds: int, trials: int) -> dict[str, dic
                     prefix = f"{SHARED_PREFIX}{client}:{mode}:{trial}:"
                     before = _set_calls(control)
                     if client == "sync":
-                        outcomes = _sync_trial(lab, mode, batches)
+                        outcomes = _sync_trial(lab, mode, batches, threads)
                     else:
-                        outcomes = loop.run(_async_trial(lab, mode, batches))
+                        outcomes = loop.run(_async_trial(lab, mode, batches, coroutines))
                     counts = tally(batches, outcomes) + _server_check(control, prefix, batches, before)
                     faulty += any(counts[k] for k in counts if k in FAULTS or ":" in k)
                     total += counts

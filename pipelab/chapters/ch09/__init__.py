@@ -3,27 +3,23 @@ pattern, by each means a reader has, with what each costs the server and the oth
 
 A module per section: parameters (declared once; the notebook passes them to the Java examples),
 instruments (the Watch every job runs in), load (1), delete (2), cluster (the same per master),
-java (the ch09 Jedis examples), published.
+java (the ch09 Jedis examples), published. The harness only: the code each section teaches is the
+notebook's cells tagged code:… (taught.py), passed in by the notebook.
 """
 
 from __future__ import annotations
 
-from .cluster import cluster_summary, cluster_table, delete_per_master, measure_cluster_delete, populate_cluster
+from .cluster import cluster_summary, cluster_table, measure_cluster_delete, populate_cluster
 from .common import DOOMED, KEPT, PATTERN, PREFIX, check_safe, foreign_keys_now
 from .delete import (
     BIG_FIELDS,
     DELETE_ALT,
     LIST_ITEMS,
-    LUA_DELETE,
     delete_plot,
     delete_summary,
     delete_table,
-    lua_delete,
     measure_delete,
     populate,
-    scan_expire,
-    scan_pipelined,
-    scan_variadic,
     watches_to_save,
 )
 from .instruments import Watch
@@ -39,16 +35,13 @@ from .load import (
     bad_commands,
     bad_table,
     cli_available,
-    load_cli,
-    load_mset,
-    load_pipeline,
+    load_key,
     load_summary,
     load_table,
-    load_with_errors_py,
     measure_bad_commands,
     measure_load,
     parse_cli_summary,
-    resp_file,
+    value,
 )
 from .parameters import (
     BAD_COMMANDS,

@@ -1,9 +1,10 @@
-"""Section 3: the same pattern delete on chapter 5's cluster, where SCAN sees one node's keys only."""
+"""Section 3: the same pattern delete on chapter 5's cluster, where SCAN sees one node's keys only.
+
+The harness only: the delete per master is the notebook's cell tagged code:cluster (taught.py)."""
 
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 
 from redis.cluster import RedisCluster
 
@@ -25,41 +26,9 @@ def populate_cluster(rc: RedisCluster, n_doomed: int, n_kept: int, batch: int = 
         pipe.execute()
 
 
-# --8<-- [start:cluster]
-def delete_per_master(rc: RedisCluster, count: int) -> dict[str, int]:
-    """SCAN runs on one node and sees only its keys: walk every primary, and on each, UNLINK the
-    page's keys grouped by slot (a multi-key command must stay in one slot), all in one pipeline."""
-    removed = {}
-    for node in rc.get_primaries():
-        r = rc.get_redis_connection(node)  # a plain client on this node
-        gone = 0
-        for keys in _node_pages(r, count):
-            by_slot = defaultdict(list)
-            for key in keys:
-                by_slot[rc.keyslot(key)].append(key)
-            pipe = r.pipeline(transaction=False)
-            for slot_keys in by_slot.values():
-                pipe.unlink(*slot_keys)
-            gone += sum(pipe.execute())
-        removed[node.name] = gone
-    return removed
-
-
-def _node_pages(r, count: int):
-    cursor = 0
-    while True:
-        cursor, keys = r.scan(cursor, match=PATTERN, count=count)
-        if keys:
-            yield keys
-        if cursor == 0:
-            return
-
-
-# --8<-- [end:cluster]
-
-
-def measure_cluster_delete(cluster: Cluster, n_doomed: int, n_kept: int, count: int) -> dict:
-    """Populate, delete per master, then count what is left on each: nothing doomed, every kept key."""
+def measure_cluster_delete(cluster: Cluster, n_doomed: int, n_kept: int, count: int, delete_per_master) -> dict:
+    """Populate, delete by the notebook's `delete_per_master(rc, count)` ({node: keys removed}), then
+    count what is left on each master: nothing doomed, every kept key."""
     rc = cluster.client()
     try:
         cluster.delete_lab_keys()

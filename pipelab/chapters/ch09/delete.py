@@ -1,4 +1,7 @@
-"""Section 2: deleting or expiring every key under a pattern, beside keys that must stay."""
+"""Section 2: deleting or expiring every key under a pattern, beside keys that must stay.
+
+The harness only: the jobs (SCAN with pipelined UNLINK or DEL, one UNLINK per page, the Lua script,
+EXPIRE) are the notebook's cell tagged code:delete (taught.py), passed in by the notebook."""
 
 from __future__ import annotations
 
@@ -55,62 +58,6 @@ def populate(r: redis.Redis, n_doomed: int, n_kept: int, batch: int = 10_000) ->
         pipe.execute()
 
 
-# --8<-- [start:delete]
-def scan_pipelined(r: redis.Redis, count: int, command: str) -> int:
-    """SCAN a page, then one UNLINK (or DEL) per key in a pipeline; the next page after its replies."""
-    removed = 0
-    for keys in _pages(r, count):
-        pipe = r.pipeline(transaction=False)
-        for key in keys:
-            pipe.execute_command(command, key)
-        removed += sum(pipe.execute())
-    return removed
-
-
-def scan_variadic(r: redis.Redis, count: int) -> int:
-    """SCAN a page, then one UNLINK naming every key of the page."""
-    return sum(r.unlink(*keys) for keys in _pages(r, count) if keys)
-
-
-def _pages(r: redis.Redis, count: int):
-    cursor = 0
-    while True:
-        cursor, keys = r.scan(cursor, match=PATTERN, count=count)
-        yield keys
-        if cursor == 0:
-            return
-
-
-# The whole job in one EVAL: no other client is served until it returns.
-LUA_DELETE = """
-local cursor, removed = "0", 0
-repeat
-  local page = redis.call("SCAN", cursor, "MATCH", ARGV[1], "COUNT", ARGV[2])
-  cursor = page[1]
-  if #page[2] > 0 then removed = removed + redis.call("UNLINK", unpack(page[2])) end
-until cursor == "0"
-return removed
-"""
-
-
-def lua_delete(r: redis.Redis, count: int) -> int:
-    return r.eval(LUA_DELETE, 0, PATTERN, count)
-
-
-def scan_expire(r: redis.Redis, count: int, seconds: int) -> int:
-    """SCAN a page, then one EXPIRE per key in a pipeline: the server deletes them when they expire."""
-    marked = 0
-    for keys in _pages(r, count):
-        pipe = r.pipeline(transaction=False)
-        for key in keys:
-            pipe.expire(key, seconds)
-        marked += sum(pipe.execute())
-    return marked
-
-
-# --8<-- [end:delete]
-
-
 def expired_keys(r: redis.Redis) -> int:
     return int(r.info("stats")["expired_keys"])
 
@@ -125,7 +72,10 @@ def wait_reclaimed(r: redis.Redis, before: int, n: int, limit_s: float = RECLAIM
     return time.perf_counter() - start
 
 
-def delete_means(r: redis.Redis, scan_counts) -> dict[str, Callable[[], int]]:
+def delete_means(
+    r: redis.Redis, scan_counts, scan_pipelined, scan_variadic, lua_delete, scan_expire
+) -> dict[str, Callable[[], int]]:
+    """{label: the job}, each a call of one of the notebook's functions."""
     small, large = scan_counts
     return {
         f"SCAN {small} + pipelined UNLINK": lambda: scan_pipelined(r, small, "UNLINK"),
@@ -152,12 +102,24 @@ def is_expire(label: str) -> bool:
     return "EXPIRE" in label
 
 
-def measure_delete(endpoint: Endpoint, n_doomed: int, n_kept: int, scan_counts, repeat: int) -> DeleteRun:
+def measure_delete(
+    endpoint: Endpoint,
+    n_doomed: int,
+    n_kept: int,
+    scan_counts,
+    repeat: int,
+    scan_pipelined,
+    scan_variadic,
+    lua_delete,
+    scan_expire,
+) -> DeleteRun:
     """Each means in turn, round after round, on a keyspace populated afresh (untimed) before it;
-    timed inside a Watch. After each: every doomed key gone, every kept key still there (checked)."""
+    timed inside a Watch. After each: every doomed key gone, every kept key still there (checked).
+    The means are the notebook's `scan_pipelined(r, count, command)`, `scan_variadic(r, count)`,
+    `lua_delete(r, count)` and `scan_expire(r, count, seconds)`."""
     run = DeleteRun(n_doomed, n_kept)
     with endpoint.client() as r:
-        means = delete_means(r, scan_counts)
+        means = delete_means(r, scan_counts, scan_pipelined, scan_variadic, lua_delete, scan_expire)
         group = " / ".join(means)
         run.measurements = {
             label: Measurement(label, n_doomed, paired_with=group, params={"means": label}) for label in means

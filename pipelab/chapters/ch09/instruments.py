@@ -126,7 +126,6 @@ def _close(endpoint: Endpoint) -> None:
             proc.kill()
 
 
-# --8<-- [start:watch]
 class Watch:
     """Watch the server while the block runs; `.result` then holds what was seen (see `summarize`)."""
 
@@ -163,9 +162,6 @@ class Watch:
             raise LabError(errors[0])
         sampled, probed = reports
         self.result = summarize(sampled, probed["pings"], self._t0, t1)
-
-
-# --8<-- [end:watch]
 
 
 def summarize(sampled: dict, pings: list[tuple[float, float]], t0: float, t1: float) -> dict:

@@ -33,7 +33,6 @@ def _csv(values) -> str:
     return ",".join(map(str, values))
 
 
-# --8<-- [start:measure-load]
 def measure_java_load(lab):
     """The modes timed together (interleaved), then each mode on its own, repeated, inside a Watch."""
     n, batches = lab.size(N_LOAD), _csv(BATCHES)
@@ -48,9 +47,6 @@ def measure_java_load(lab):
         for name in WATCHED:
             facts[f"{mode}_{name}"] = watch.result[name]
     return run
-
-
-# --8<-- [end:measure-load]
 
 
 def measure_java_delete(lab, cluster):

@@ -1,12 +1,13 @@
-"""Section 1: loading N keys by each means a reader has, and what each reports about bad commands."""
+"""Section 1: loading N keys by each means a reader has, and what each reports about bad commands.
+
+The harness only: the loads (the RESP file, redis-cli --pipe, the pipelines, MSET) and the pipeline with
+bad commands are the notebook's cells tagged code:load and code:bad (taught.py), passed in by the notebook."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import statistics
-import subprocess
 import tracemalloc
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,50 +38,6 @@ def value(size: int) -> bytes:
     return b"v" * size
 
 
-# --8<-- [start:load]
-def resp_file(path: Path, n: int, value_bytes: int, bad: dict[int, bytes] | None = None) -> Path:
-    """The SETs as RESP, the protocol redis-cli --pipe sends as is; `bad`: a command to put before key i."""
-    v = value(value_bytes)
-    with path.open("wb") as out:
-        for i in range(n):
-            if bad and i in bad:
-                out.write(bad[i])
-            out.write(encode("SET", load_key(i), v))
-    return path
-
-
-def load_cli(endpoint: Endpoint, path: Path) -> subprocess.CompletedProcess:
-    """redis-cli --pipe: it writes the file while it reads replies, and counts the errors among them."""
-    argv = [shutil.which("redis-cli") or "redis-cli", "-h", endpoint.host, "-p", str(endpoint.port)]
-    argv += ["-n", str(endpoint.db), "--pipe"]
-    if endpoint.tls:
-        argv += ["--tls", *(["--cacert", endpoint.ca_file] if endpoint.ca_file else [])]
-    env = dict(os.environ)
-    if endpoint.password is not None:  # the environment, not argv: `ps` shows argv to every user
-        env["REDISCLI_AUTH"] = endpoint.password
-        argv += ["--user", endpoint.username] if endpoint.username else []
-    with path.open("rb") as stdin:
-        return subprocess.run(argv, stdin=stdin, capture_output=True, text=True, env=env, timeout=600)
-
-
-def load_pipeline(r: redis.Redis, n: int, value_bytes: int, batch: int) -> None:
-    v = value(value_bytes)
-    for start in range(0, n, batch):
-        pipe = r.pipeline(transaction=False)  # no MULTI/EXEC: nothing to roll back in a load
-        for i in range(start, min(start + batch, n)):
-            pipe.set(load_key(i), v)
-        pipe.execute()  # one batch's replies held at a time, client and server side
-
-
-def load_mset(r: redis.Redis, n: int, value_bytes: int, batch: int) -> None:
-    v = value(value_bytes)
-    for start in range(0, n, batch):
-        r.mset({load_key(i): v for i in range(start, min(start + batch, n))})  # one command, one reply
-
-
-# --8<-- [end:load]
-
-
 def count_keys(r: redis.Redis, pattern: str) -> int:
     return sum(1 for _ in r.scan_iter(match=pattern, count=1000))
 
@@ -99,17 +56,19 @@ class LoadRun:
     notes: list[str] = field(default_factory=list)
 
 
-def _file(n: int, value_bytes: int, name: str, bad: dict | None = None) -> Path:
+def _file(resp_file, n: int, value_bytes: int, name: str, bad: dict | None = None) -> Path:
     base = paths.build_dir() / "ch09"
     base.mkdir(parents=True, exist_ok=True)
     return resp_file(base / name, n, value_bytes, bad)
 
 
-def load_means(endpoint: Endpoint, r: redis.Redis, n: int, value_bytes: int, batches) -> dict:
-    """{label: the job}: each loads the same n keys."""
+def load_means(
+    endpoint: Endpoint, r: redis.Redis, n: int, value_bytes: int, batches, resp_file, load_cli, load_pipeline, load_mset
+) -> dict:
+    """{label: the job}: each loads the same n keys, by the notebook's functions."""
     means = {}
     if cli_available():
-        path = _file(n, value_bytes, "load.resp")
+        path = _file(resp_file, n, value_bytes, "load.resp")
 
         def cli():
             done = load_cli(endpoint, path)
@@ -124,15 +83,19 @@ def load_means(endpoint: Endpoint, r: redis.Redis, n: int, value_bytes: int, bat
     return means
 
 
-def measure_load(endpoint: Endpoint, n: int, value_bytes: int, batches, repeat: int) -> LoadRun:
+def measure_load(
+    endpoint: Endpoint, n: int, value_bytes: int, batches, repeat: int, resp_file, load_cli, load_pipeline, load_mset
+) -> LoadRun:
     """Every means in turn, round after round (A B C A B C): the keys are deleted before each job
     (untimed); each timed job runs inside a Watch. The untimed first round measures what each
-    Python means allocates at its peak (tracemalloc slows it, so never in a timed round)."""
+    Python means allocates at its peak (tracemalloc slows it, so never in a timed round). The means
+    are the notebook's: `resp_file(path, n, value_bytes, bad)` and `load_cli(endpoint, path)` for
+    redis-cli --pipe, `load_pipeline(r, n, value_bytes, batch)` and `load_mset(r, n, value_bytes, batch)`."""
     run = LoadRun(n, value_bytes)
     if not cli_available():
         run.notes.append(NO_CLI)
     with endpoint.client() as r:
-        means = load_means(endpoint, r, n, value_bytes, batches)
+        means = load_means(endpoint, r, n, value_bytes, batches, resp_file, load_cli, load_pipeline, load_mset)
         group = " / ".join(means)
         run.measurements = {label: Measurement(f"load {n:,} keys: {label}", n, paired_with=group) for label in means}
         with settled_heap():
@@ -186,34 +149,18 @@ def bad_commands(count: int, n: int) -> dict[int, list]:
     return {step * (k + 1): kinds[k % len(kinds)](step * (k + 1) - 1) for k in range(count)}
 
 
-# --8<-- [start:bad]
-def load_with_errors_py(r: redis.Redis, n: int, value_bytes: int, bad: dict[int, list], raise_on_error: bool):
-    """One pipeline with the bad commands among the SETs: what execute() raises or returns."""
-    v = value(value_bytes)
-    pipe = r.pipeline(transaction=False)
-    for i in range(n):
-        if i in bad:
-            pipe.execute_command(*bad[i])
-        pipe.set(load_key(i), v)
-    try:
-        replies = pipe.execute(raise_on_error=raise_on_error)  # every command has run either way
-    except redis.ResponseError as err:
-        return {"raised": f"{type(err).__name__}: {err}", "errors_in_replies": None}
-    errors = [x for x in replies if isinstance(x, Exception)]
-    return {"raised": None, "errors_in_replies": len(errors), "first": str(errors[0]) if errors else None}
-
-
-# --8<-- [end:bad]
-
-
-def measure_bad_commands(endpoint: Endpoint, n: int, value_bytes: int, count: int) -> dict:
-    """Each means loads n keys with `count` bad commands among them; what it reports, and keys stored."""
+def measure_bad_commands(
+    endpoint: Endpoint, n: int, value_bytes: int, count: int, resp_file, load_cli, load_with_errors_py
+) -> dict:
+    """Each means loads n keys with `count` bad commands among them; what it reports, and keys stored.
+    redis-cli --pipe through the notebook's `resp_file` and `load_cli`, redis-py through its
+    `load_with_errors_py(r, n, value_bytes, bad, raise_on_error)`."""
     bad = bad_commands(count, n)
     out = {"n": n, "bad": count, "commands": [" ".join(argv[:1]) for argv in bad.values()]}
     with endpoint.client() as r:
         if cli_available():
             delete_lab_keys(r, LOAD + "*")
-            path = _file(n, value_bytes, "load-bad.resp", {i: encode(*argv) for i, argv in bad.items()})
+            path = _file(resp_file, n, value_bytes, "load-bad.resp", {i: encode(*argv) for i, argv in bad.items()})
             done = load_cli(endpoint, path)
             summary = parse_cli_summary(done.stdout)
             out[CLI] = {

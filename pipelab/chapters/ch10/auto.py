@@ -1,11 +1,13 @@
 """Section 2: the auto-pipelining curve. Concurrent callers on one client, 1 to 256, at 0 and 1 ms RTT:
 ops/s, p50 and p99 per operation, commands per server read, client CPU. GLIDE (Python) is measured here,
 Lettuce's shared connection, a Jedis pool and GLIDE (Java) through chapter 7's examples, the Node and Go
-clients through their examples (node.py, go.py)."""
+clients through their examples (node.py, go.py).
+
+The harness only: GLIDE (Python)'s callers are the notebook's cell tagged code:glide_callers (taught.py),
+passed in by the notebook."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import statistics
 import time
@@ -24,7 +26,7 @@ from ..ch07.mux import HOL_LIST, HOL_READERS
 from .common import LANGUAGES, PREFIX, as_runs, language, slug
 from .parameters import CALLERS, POINT_MS, REPEAT_AUTO, RTTS_MS, VALUE_BYTES
 
-KEY = PREFIX + "auto:small"
+KEY = PREFIX + "auto:small"  # the small key every caller GETs (the notebook's callers_get imports it)
 OPS_UNIT = 1_000  # a time-bounded sample is kept as the seconds 1,000 operations took
 # Chapter 7's Java examples INCR a counter (not GET): per RTT, INCRs per client and caller count, so
 # that one caller at 1 ms ends in about a third of a second (the two JVMs per RTT took 88 s with 800).
@@ -36,26 +38,6 @@ HOL_MS_JAVA = Size(full=300, quick=200)  # Lettuce's head-of-line readers, per c
 JAVA_MODES = {"lettuce": ("Lettuce", "shared connection"), "jedis_pool": ("Jedis", "pool of T connections")}
 
 
-# --8<-- [start:glide_callers]
-async def callers_get(client, callers: int, seconds: float) -> list[float]:
-    """`callers` coroutines on ONE client, each GETting the small key and awaiting it, again and
-    again for `seconds`; every GET's latency in seconds. No caller pipelines: whatever the client
-    finds queued when its socket is free leaves together."""
-    stop = time.perf_counter() + seconds
-    latencies: list[float] = []
-
-    async def caller():
-        while (start := time.perf_counter()) < stop:
-            await client.get(KEY)
-            latencies.append(time.perf_counter() - start)
-
-    await asyncio.gather(*(caller() for _ in range(callers)))
-    return latencies
-
-
-# --8<-- [end:glide_callers]
-
-
 QUANTILES = {"p50": 0.5, "p99": 0.99}
 
 
@@ -64,8 +46,11 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def glide_point(loop: LoopThread, client, endpoint, callers: int, rtt_ms: float, seconds: float, repeat: int):
-    """One point of GLIDE (Python)'s curve: `repeat` time-bounded samples after one warm-up."""
+def glide_point(
+    loop: LoopThread, client, endpoint, callers: int, rtt_ms: float, seconds: float, repeat: int, callers_get
+):
+    """One point of GLIDE (Python)'s curve: `repeat` time-bounded samples after one warm-up, each a run of
+    the notebook's `callers_get(client, callers, seconds)`, which returns every GET's latency."""
     loop.run(callers_get(client, callers, seconds / 2))  # warm-up, untimed
     samples, cpu, latencies, rounds = [], [], [], {"p50": [], "p99": []}
     counters = observe.Counters(endpoint)
@@ -101,8 +86,8 @@ def glide_point(loop: LoopThread, client, endpoint, callers: int, rtt_ms: float,
     )
 
 
-def measure_python_auto(lab) -> list[Measurement]:
-    """GLIDE (Python)'s curve: one client, each caller count, each RTT."""
+def measure_python_auto(lab, callers_get) -> list[Measurement]:
+    """GLIDE (Python)'s curve: one client, each caller count, each RTT, the callers the notebook's."""
     seconds, repeat, out = lab.size(POINT_MS) / 1e3, lab.size(REPEAT_AUTO), []
     with lab.client() as r:
         r.set(KEY, "v" * VALUE_BYTES)
@@ -114,7 +99,7 @@ def measure_python_auto(lab) -> list[Measurement]:
                 client = loop.run(glide_client(link.endpoint))
                 try:
                     for callers in CALLERS:
-                        out.append(glide_point(loop, client, lab.endpoint, callers, rtt, seconds, repeat))
+                        out.append(glide_point(loop, client, lab.endpoint, callers, rtt, seconds, repeat, callers_get))
                 finally:
                     loop.run(client.close())
     with lab.client() as r:
