@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .blocking import blocking_cases, blocking_summary, blocking_table
 from .common import PREFIX, no_retry_client, restore_oldest
-from .drop import drop_scenarios, drop_summary, drop_table, incr_exactly_once, incr_pipeline
+from .drop import drop_scenarios, drop_summary, drop_table
 from .errors import bad_command_cases, errors_summary, errors_table
 from .instruments import (
     Probe,

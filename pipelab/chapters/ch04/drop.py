@@ -5,23 +5,12 @@ from __future__ import annotations
 
 import time
 
-from ... import taught
 from ...jbang import fact
 from ...results import md_table, quantity
 from ...server import delete_lab_keys
 from .common import PREFIX, no_retry_client
 from .instruments import incr_command_bytes
 from .parameters import CUT_MS
-
-
-def incr_pipeline(*args, **kwargs) -> list:
-    """The notebook's code:drop cell, for chapter 8's harness (ch08 imports it from here)."""
-    return taught.load("04-pitfalls").incr_pipeline(*args, **kwargs)
-
-
-def incr_exactly_once(*args, **kwargs) -> int:
-    """The notebook's code:drop cell, for chapter 8's harness (ch08 imports it from here)."""
-    return taught.load("04-pitfalls").incr_exactly_once(*args, **kwargs)
 
 
 def drop_scenarios(lab, n: int, incr_pipeline, set_pipeline, incr_exactly_once) -> dict:

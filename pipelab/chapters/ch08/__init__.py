@@ -19,6 +19,7 @@ import redis
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 
+from ... import taught
 from ...errors import LabError
 from ...jbang import fact
 from ...params import Size
@@ -26,7 +27,7 @@ from ...proxy import PROXY_NAME
 from ...results import md_table, median_figure, quantity
 from ...server import PREFIX as LAB_PREFIX
 from ...server import EmbeddedRedis, Endpoint, free_port
-from ..ch04 import DEFAULT_RETRIES, incr_exactly_once, incr_pipeline, no_retry_client
+from ..ch04 import DEFAULT_RETRIES, no_retry_client
 from ..ch04 import PREFIX as CH04_PREFIX
 from ..ch07 import LoopThread
 from .hangs import HANG_BOUND_S, LETTUCE_HANG_N, SKIP_RESULT_N, hangs_summary, hangs_table, measure_hangs
@@ -73,6 +74,8 @@ def measure_stalled(lab, n: int, add_once) -> dict[str, dict]:
     r = lab.client()
     key = PREFIX + "stall:runs"
     marker_ids = []
+    ch04 = taught.load("04-pitfalls")  # chapter 4's INCR jobs, as its notebook runs them
+    incr_pipeline, incr_exactly_once = ch04.incr_pipeline, ch04.incr_exactly_once
 
     def marked(c):
         marker_ids.append(f"ch08-{time.time_ns()}")
