@@ -16,12 +16,16 @@
 //
 //   jbang ch01-sadd [host] [port] [size] [repeat] [warmup]     (defaults: 127.0.0.1, the lab's port, 100000 3 1)
 
+import java.util.ArrayList;
 import java.util.List;
 
 import org.redisson.Redisson;
+import org.redisson.api.RBatch;
 import org.redisson.api.RedissonClient;
 
 import redis.clients.jedis.Jedis;
+import redis.clients.jedis.Pipeline;
+import redis.clients.jedis.Response;
 
 public class SaddBench {
 
@@ -68,17 +72,42 @@ public class SaddBench {
     // --8<-- [start:sadd]
     /** N round trips: each sadd() waits for its reply (1 = member added) before the next. */
     static long saddOneByOne(Jedis jedis, List<String> keys) {
-        return SaddWorkload.jedisOneByOne(jedis, keys);
+        long added = 0;
+        for (String key : keys) {
+            added += jedis.sadd(key, SaddWorkload.MEMBER);
+        }
+        return added;
     }
 
     /** All SADDs queued on one connection, replies read by a single sync() at the end. */
     static long saddPipeline(Jedis jedis, List<String> keys) {
-        return SaddWorkload.jedisPipelined(jedis.pipelined(), keys);
+        List<Response<Long>> replies = new ArrayList<>(keys.size());
+        try (Pipeline pipeline = jedis.pipelined()) {
+            for (String key : keys) {
+                replies.add(pipeline.sadd(key, SaddWorkload.MEMBER));
+            }
+            pipeline.sync(); // sends what is still buffered, then reads every reply
+        }
+        long added = 0;
+        for (Response<Long> reply : replies) {
+            added += reply.get();
+        }
+        return added;
     }
 
     /** Redisson collects the commands in an RBatch and sends them together on execute(). */
     static long saddBatch(RedissonClient redisson, List<String> keys) {
-        return RedissonSupport.added(RedissonSupport.saddBatch(redisson.createBatch(), keys, SaddWorkload.MEMBER));
+        RBatch batch = redisson.createBatch();
+        for (String key : keys) {
+            batch.<String>getSet(key).addAsync(SaddWorkload.MEMBER);
+        }
+        long added = 0;
+        for (Object reply : batch.execute().getResponses()) {
+            if (Boolean.TRUE.equals(reply)) { // RSet#addAsync turns SADD's 1 or 0 into a Boolean
+                added++;
+            }
+        }
+        return added;
     }
     // --8<-- [end:sadd]
 }
