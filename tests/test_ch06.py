@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from pipelab import Measurement
+from pipelab import Measurement, taught
 from pipelab.chapters import ch06 as chapter
 from pipelab.server import EmbeddedRedis, free_port
 from tests.conftest import saved
@@ -157,9 +157,12 @@ def test_pushes_do_not_shift_a_pipelines_replies(ch06):
 def test_the_chapter_restored_every_limit_it_set():
     with EmbeddedRedis(port=free_port()) as server, server.endpoint.client() as r:
         before = {name: r.config_get(name) for name, _ in chapter.DEFAULTS.values()}
-        chapter.run_cut(server.endpoint, 300, ("client-output-buffer-limit", chapter.OUTPUT_LIMIT))
+        cells = taught.load("06-server-side")  # the pipelines the notebook teaches, as committed
+        chapter.run_cut(server.endpoint, 300, ("client-output-buffer-limit", chapter.OUTPUT_LIMIT), cells.cut_pipeline)
         chapter.run_huge_request(server.endpoint, ("proto-max-bulk-len", "1mb"), chapter.HUGE_VALUE)
-        paused = chapter.run_stalled(server.endpoint, "paused", chapter.STALL_SETS.quick)
+        paused = chapter.run_stalled(
+            server.endpoint, "paused", chapter.STALL_SETS.quick, cells.stalled_pipeline, cells.paused
+        )
         assert paused["counters"][chapter.QBUF] == 1, paused
         assert {name: r.config_get(name) for name, _ in chapter.DEFAULTS.values()} == before
         assert r.info("commandstats")["cmdstat_client|unpause"]["calls"] == 1, "the pause was lifted at once"

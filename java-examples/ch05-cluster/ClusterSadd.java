@@ -44,9 +44,12 @@ import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisAdvancedClusterAsyncCommands;
 import io.lettuce.core.cluster.api.sync.RedisAdvancedClusterCommands;
 import org.redisson.Redisson;
+import org.redisson.api.RBatch;
 import org.redisson.api.RedissonClient;
 
+import redis.clients.jedis.ClusterPipeline;
 import redis.clients.jedis.RedisClusterClient;
+import redis.clients.jedis.Response;
 import redis.clients.jedis.util.JedisClusterCRC16;
 
 import pipelab.LabConnection;
@@ -223,7 +226,11 @@ public class ClusterSadd {
     // --8<-- [start:modes]
     /** N round trips: each sadd() goes to its slot's master over a pooled connection and waits. */
     static long jedisOneByOne(RedisClusterClient jedis, List<String> keys) {
-        return SaddWorkload.jedisOneByOne(jedis, keys);
+        long added = 0;
+        for (String key : keys) {
+            added += jedis.sadd(key, SaddWorkload.MEMBER);
+        }
+        return added;
     }
 
     /**
@@ -232,7 +239,18 @@ public class ClusterSadd {
      * replies, on a small thread pool when more than one master is involved.
      */
     static long jedisPipeline(RedisClusterClient jedis, List<String> keys) {
-        return SaddWorkload.jedisPipelined(jedis.pipelined(), keys);
+        List<Response<Long>> replies = new ArrayList<>(keys.size());
+        try (ClusterPipeline pipeline = jedis.pipelined()) {
+            for (String key : keys) {
+                replies.add(pipeline.sadd(key, SaddWorkload.MEMBER));
+            }
+            pipeline.sync();
+        }
+        long added = 0;
+        for (Response<Long> reply : replies) {
+            added += reply.get(); // 1: the member was added
+        }
+        return added;
     }
 
     // ---------------------------------------------------------------- Lettuce
@@ -308,7 +326,13 @@ public class ClusterSadd {
 
     /** N round trips through Redisson's per-master connection pools. */
     static long redissonOneByOne(RedissonClient redisson, List<String> keys) {
-        return RedissonSupport.saddOneByOne(redisson, keys, SaddWorkload.MEMBER);
+        long added = 0;
+        for (String key : keys) {
+            if (redisson.<String>getSet(key).add(SaddWorkload.MEMBER)) {
+                added++;
+            }
+        }
+        return added;
     }
 
     /**
@@ -316,7 +340,11 @@ public class ClusterSadd {
      * batch per master (RedisCommonBatchExecutor), each on one connection, all at once.
      */
     static long redissonBatch(RedissonClient redisson, List<String> keys) {
-        return RedissonSupport.added(RedissonSupport.saddBatch(redisson.createBatch(), keys, SaddWorkload.MEMBER));
+        RBatch batch = redisson.createBatch();
+        for (String key : keys) {
+            batch.<String>getSet(key).addAsync(SaddWorkload.MEMBER);
+        }
+        return RedissonSupport.added(batch.execute().getResponses()); // the replies that say "added"
     }
     // --8<-- [end:modes]
 }

@@ -1,5 +1,8 @@
 """Chapter 5: pipelines on a Redis Cluster, where a batch's keys live on different masters.
-The workloads the site shows beside their Java twins, and what the chapter reads off each node."""
+
+The harness only: the workloads (the cross-slot transaction, the SADD loops, the pipeline of SETs
+while a slot moves) are the notebook's cells tagged code:… (taught.py), passed in by the notebook;
+their Java twins are ClusterSadd and ClusterPipelines. Here: what the chapter reads off each node."""
 
 from __future__ import annotations
 
@@ -22,44 +25,6 @@ from . import ch01
 from .claims import Claim, Published, derived
 
 PREFIX = LAB_PREFIX + "ch05:"
-
-
-# --8<-- [start:sadd]
-def sadd_one_by_one(rc: RedisCluster, keys: list[str]) -> None:
-    # RedisCluster hashes each key to its slot, looks up the master that serves it and sends
-    # the command on that master's connection: one round trip per command, as on one server.
-    for key in keys:
-        rc.sadd(key, "m")
-
-
-def sadd_pipelined(rc: RedisCluster, keys: list[str]) -> None:
-    # ClusterPipeline groups the queued commands by master, writes each group on its master's
-    # connection, then reads every group's replies and puts them back in the caller's order.
-    pipe = rc.pipeline()
-    for key in keys:
-        pipe.sadd(key, "m")
-    assert sum(pipe.execute()) == len(keys)
-
-
-# --8<-- [end:sadd]
-
-
-# --8<-- [start:crossslot]
-def transaction_on_one_node(node: redis.Redis, keys: list[str]):
-    # MULTI/EXEC sent to one master: Redis queues each command, then at EXEC refuses the lot
-    # with CROSSSLOT if the keys hash to different slots.
-    pipe = node.pipeline(transaction=True)
-    for key in keys:
-        pipe.set(key, "v")
-    return pipe.execute()
-
-
-def tagged(tag: str, n: int) -> list[str]:
-    # Only the part between { and } is hashed, so every one of these keys shares one slot.
-    return [f"{PREFIX}{{{tag}}}:{i}" for i in range(n)]
-
-
-# --8<-- [end:crossslot]
 
 
 def keys_per_node(cluster: Cluster, keys: list[str]) -> dict[int, int]:
@@ -114,19 +79,6 @@ def per_master(cluster: Cluster):
     delta.update(counter_delta(before, node_counters(cluster), overhead))
 
 
-# --8<-- [start:moved]
-def set_in_pipeline(rc: RedisCluster, keys: list[str], value: str) -> list:
-    # All keys share one slot. While that slot migrates, its old master answers ASK for keys it
-    # no longer holds; once migrated, MOVED. The client must redirect and keep replies in order.
-    pipe = rc.pipeline()
-    for key in keys:
-        pipe.set(key, value)
-    return pipe.execute()
-
-
-# --8<-- [end:moved]
-
-
 # --- the chapter's parameters, declared once (the notebook passes them to the Java examples) ---
 
 N_SPREAD = 100_000
@@ -170,22 +122,20 @@ def _outcome(run) -> str:
         return f"refused: {str(err)[:90]}"
 
 
-def crossslot_attempts(cluster, rc: RedisCluster) -> tuple[dict, int]:
-    """What each multi-key attempt got, and how many of the cross-slot pair's keys were written."""
+def crossslot_attempts(cluster, rc: RedisCluster, set_in_transaction, tagged) -> tuple[dict, int]:
+    """What each multi-key attempt got, and how many of the cross-slot pair's keys were written: the
+    notebook's `set_in_transaction(r, keys)` on one master and through RedisCluster, on its `tagged(tag, n)` keys."""
     pair = cross_slot_pair(cluster)
     outcomes = {}
     with cluster.node_client(cluster.nodes[0]) as node:
-        outcomes["cross-slot MULTI/EXEC on one master"] = _outcome(lambda: transaction_on_one_node(node, pair))
+        outcomes["cross-slot MULTI/EXEC on one master"] = _outcome(lambda: set_in_transaction(node, pair))
         cross_written = sum(node.exists(k) for k in pair)
         outcomes["cross-slot MSET on one master"] = _outcome(lambda: node.mset({k: "v" for k in pair}))
     same_tag = tagged("user:42", 2)
     with cluster.node_client(cluster.owner(same_tag[0])) as node:
-        outcomes["hash-tagged MULTI/EXEC"] = f"accepted: {transaction_on_one_node(node, same_tag)}"
+        outcomes["hash-tagged MULTI/EXEC"] = f"accepted: {set_in_transaction(node, same_tag)}"
     try:
-        pipe = rc.pipeline(transaction=True)
-        for k in pair:
-            pipe.set(k, "v")
-        pipe.execute()
+        set_in_transaction(rc, pair)
         outcomes["cross-slot transaction, redis-py RedisCluster"] = "accepted"
     except Exception as err:  # which exception is the finding
         outcomes["cross-slot transaction, redis-py RedisCluster"] = f"refused by the client: {type(err).__name__}"
@@ -250,9 +200,10 @@ def crossslot_summary(
 # --- SADD on one server and on the cluster -------------------------------------------------
 
 
-def measure_sadd(lab, cluster, rc: RedisCluster, n: int, repeat: int) -> tuple[list, dict]:
-    """redis-py one by one and pipelined, on one server and on the cluster, and on the cluster one
-    more run of each counted on every master."""
+def measure_sadd(lab, cluster, rc: RedisCluster, n: int, repeat: int, sadd_one_by_one, sadd_pipelined) -> tuple:
+    """redis-py one by one and pipelined, on one server (chapter 1's loops) and on the cluster (the
+    notebook's `sadd_one_by_one(rc, keys)` and `sadd_pipelined(rc, keys)`), and on the cluster one more
+    run of each counted on every master: (runs, usage)."""
     loops = taught.load("01-round-trip-time")  # chapter 1's SADD loops, as its notebook runs them
     keys = loops.sadd_keys(n, prefix=PREFIX + "sadd:")
     single = lab.client()
@@ -412,9 +363,10 @@ def sadd_summary(runs: list, usage: dict, n: int, java) -> dict:
 # --- a pipeline while its slot moves ---------------------------------------------------------------
 
 
-def measure_migration(cluster, rc: RedisCluster, n: int) -> list:
-    """A pipeline of SETs to one slot's keys halfway through that slot's migration (ASK), then with
-    a client whose slot map predates the move (MOVED); the slot goes back home afterwards."""
+def measure_migration(cluster, rc: RedisCluster, n: int, tagged, set_in_pipeline) -> list:
+    """The notebook's `set_in_pipeline(rc, keys, value)` on one slot's `tagged` keys halfway through that
+    slot's migration (ASK), then with a client whose slot map predates the move (MOVED); the slot goes
+    back home afterwards."""
     moving = tagged("moving", n)
     slot = key_slot(moving[0].encode())
     home = cluster.owner(slot)

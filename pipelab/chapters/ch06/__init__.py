@@ -1,6 +1,7 @@
 """Chapter 6, the server's side of a pipeline: a module per section of the notebook, in its order.
 
 servers (the builds compared), ceiling (1), io_threads (2), prefetch (3), limits (4), pushes (5), published.
+The pipelines of sections 4 and 5 are the notebook's cells tagged code:… (taught.py), passed in by it.
 """
 
 from __future__ import annotations
@@ -61,18 +62,15 @@ from .limits import (
     STALL_SETS,
     STALL_VALUE,
     STALLS,
-    cut_pipeline,
     limit_counters,
     limits_server,
     limits_summary,
     limits_table,
     measure_limits,
     outcome,
-    paused,
     run_cut,
     run_huge_request,
     run_stalled,
-    stalled_pipeline,
     stalled_rows,
     stalled_table,
 )
@@ -97,11 +95,9 @@ from .pushes import (
     GLIDE_EXPECTED_REPLIES,
     JAVA_PUSH_LABELS,
     client_info_resp,
-    glide_pipeline_with_invalidation,
     glide_push_row,
     java_push_rows,
     measure_push,
-    pipeline_with_invalidation,
     push_summary,
     push_table,
 )

@@ -17,7 +17,6 @@ from ..ch02 import get_in_batches  # the workload chapter 2 shows
 from .common import KEY, LABELS
 from .servers import BENCH_CPUS
 
-# --8<-- [start:ceiling]
 GRID = Size(full=[(1, 1), (16, 1), (256, 1), (1, 50), (16, 50), (256, 50)], quick=[(1, 1), (256, 1), (256, 50)])
 N_MAX = Size(full=500_000, quick=40_000)  # a third of a second per run at the deepest settings
 JEDIS_N = Size(full=100_000, quick=4_000)  # SETs per Jedis run, depth 256, one connection
@@ -78,9 +77,6 @@ def interleaved(cells: list[tuple], run_cell, repeat: int, requests_of) -> dict:
         if round_no == 0 and adaptive():
             requests = {cell: max(n, int(n * RUN_S / out[cell]["warmup"][0])) for cell, n in requests.items()}
     return out
-
-
-# --8<-- [end:ceiling]
 
 
 def to_measurements(raw: dict, label_of) -> dict:

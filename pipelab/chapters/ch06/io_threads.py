@@ -152,7 +152,6 @@ def share(values: list | None) -> str:
     return f"{statistics.median(values):.0%}" if values else "–"
 
 
-# --8<-- [start:model]
 def fit_costs(runs: dict, server: str, mode: str = "io-threads 1") -> tuple[float, float]:
     """Server CPU per command = a + b × reads per command, least squares over the single-threaded
     runs with many clients: a is what a command costs the main thread however it arrives, b what
@@ -175,9 +174,6 @@ def modelled_rate(a_us: float, b_us: float, reads_per_cmd: float, cores: int) ->
     if cores == 1:
         return 1e6 / (a_us + b_us * reads_per_cmd)
     return min(1e6 / a_us, (cores - 1) * 1e6 / max(b_us * reads_per_cmd, 1e-9))
-
-
-# --8<-- [end:model]
 
 
 MODEL_CORES = [1, 2, 4, 8, 16]

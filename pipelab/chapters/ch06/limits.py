@@ -1,8 +1,9 @@
-"""Section 4: the server's limits on a pipeline (output and query buffers, maxmemory-clients, proto-max-bulk-len)."""
+"""Section 4: the server's limits on a pipeline (output and query buffers, maxmemory-clients, proto-max-bulk-len).
+
+The harness only: the pipelines that meet the limits (cut_pipeline, stalled_pipeline and the pause
+around it) are the notebook's cells tagged code:cut and code:stalled, passed in by the notebook."""
 
 from __future__ import annotations
-
-from contextlib import contextmanager
 
 import redis
 
@@ -44,25 +45,9 @@ def outcome(err: BaseException | None) -> str:
     return "completed" if err is None else f"{type(err).__name__}: {err}"
 
 
-# --8<-- [start:cut]
-def cut_pipeline(r: redis.Redis, pairs: int, counter: str, big: str) -> tuple[list | None, BaseException | None]:
-    """INCR a counter and GET a big value `pairs` times in one pipeline; the counter says how many
-    commands ran, whatever the client got back."""
-    pipe = r.pipeline(transaction=False)
-    for _ in range(pairs):
-        pipe.incr(counter)
-        pipe.get(big)
-    try:
-        return pipe.execute(), None
-    except redis.RedisError as err:
-        return None, err
-
-
-# --8<-- [end:cut]
-
-
-def run_cut(endpoint: Endpoint, pairs: int, setting: tuple[str, str]) -> dict:
-    """One cut_pipeline under a CONFIG setting (on the chapter's own server), with what the server counted."""
+def run_cut(endpoint: Endpoint, pairs: int, setting: tuple[str, str], cut_pipeline) -> dict:
+    """The notebook's `cut_pipeline(r, pairs, counter, big)` under a CONFIG setting (on the chapter's own
+    server), with what the server counted."""
 
     counter, big = PREFIX + "cut:ran", PREFIX + "cut:big"
     with endpoint.client() as admin:
@@ -122,40 +107,9 @@ def run_huge_request(endpoint: Endpoint, setting: tuple[str, str], size: int) ->
     }
 
 
-# --8<-- [start:stalled]
-def stalled_pipeline(r: redis.Redis, stall: str, keys: list[str], value: bytes) -> BaseException | None:
-    """SET every key in one pipeline, behind what stops the server running this connection's commands:
-    a BLPOP that blocks, a CLIENT PAUSE WRITE (see paused()), or a MULTI that queues them."""
-    pipe = r.pipeline(transaction=stall == "multi")  # MULTI first, EXEC last
-    if stall == "blocked":
-        pipe.blpop([PREFIX + "stall:empty"], timeout=STALL_SECONDS)
-    for key in keys:
-        pipe.set(key, value)
-    try:
-        pipe.execute()
-        return None
-    except redis.RedisError as err:
-        return err
-
-
-@contextmanager
-def paused(admin: redis.Redis, stall: str):
-    """CLIENT PAUSE WRITE from another connection for the paused case, bounded, and UNPAUSE after."""
-    if stall == "paused":
-        admin.execute_command("CLIENT", "PAUSE", STALL_SECONDS * 1000, "WRITE")
-    try:
-        yield
-    finally:
-        if stall == "paused":
-            admin.execute_command("CLIENT", "UNPAUSE")
-
-
-# --8<-- [end:stalled]
-
-
-def run_stalled(endpoint: Endpoint, stall: str, n: int) -> dict:
-    """One stalled_pipeline of `n` SETs under the 1 MiB query limit: what the client got, how many
-    keys the server stored, and what it counted."""
+def run_stalled(endpoint: Endpoint, stall: str, n: int, stalled_pipeline, paused) -> dict:
+    """The notebook's `stalled_pipeline(r, stall, keys, value)` of `n` SETs, inside its `paused(admin, stall)`,
+    under the 1 MiB query limit: what the client got, how many keys the server stored, and what it counted."""
     prefix = f"{PREFIX}stall:{stall}:"
     keys, value = [f"{prefix}{i}" for i in range(n)], b"v" * STALL_VALUE
     with endpoint.client() as admin:
@@ -180,15 +134,16 @@ def run_stalled(endpoint: Endpoint, stall: str, n: int) -> dict:
     }
 
 
-def measure_limits(lab, endpoint: Endpoint, pairs: int) -> dict:
+def measure_limits(lab, endpoint: Endpoint, pairs: int, cut_pipeline, stalled_pipeline, paused) -> dict:
+    """Every limit of the section, one at a time, met by the notebook's pipelines, then by Jedis (ch06-cut)."""
     out = {
-        "cut_output": run_cut(endpoint, pairs, ("client-output-buffer-limit", OUTPUT_LIMIT)),
-        "cut_maxmemory_clients": run_cut(endpoint, pairs, ("maxmemory-clients", CLIENT_MEMORY_LIMIT)),
+        "cut_output": run_cut(endpoint, pairs, ("client-output-buffer-limit", OUTPUT_LIMIT), cut_pipeline),
+        "cut_maxmemory_clients": run_cut(endpoint, pairs, ("maxmemory-clients", CLIENT_MEMORY_LIMIT), cut_pipeline),
         "huge_proto": run_huge_request(endpoint, ("proto-max-bulk-len", "1mb"), HUGE_VALUE),
         "huge_query": run_huge_request(endpoint, ("client-query-buffer-limit", QUERY_LIMIT), HUGE_VALUE),
     }
     sets = lab.size(STALL_SETS)
-    out["stalled"] = {stall: run_stalled(endpoint, stall, sets) for stall in STALLS}
+    out["stalled"] = {stall: run_stalled(endpoint, stall, sets, stalled_pipeline, paused) for stall in STALLS}
     # The Java example meets the same limits: the output one, then (its second form) the query one.
     for setting, args, name in (
         (("client-output-buffer-limit", OUTPUT_LIMIT), (pairs, 1, 0, BIG_VALUE), "jedis"),

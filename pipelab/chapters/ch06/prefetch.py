@@ -14,7 +14,6 @@ from .common import LABELS, PREFIX
 from .io_threads import IO_SERVERS
 from .servers import _FIRST_TWO, lineup, running
 
-# --8<-- [start:prefetch]
 PREFETCH_KEYS = Size(full=1_000_000, quick=50_000)
 MGET_KEYS = 64
 RANDOM_KEY = PREFIX + "k:__rand_int__"  # redis-benchmark puts a random number below -r in each
@@ -33,9 +32,6 @@ PREFETCH_COUNTERS = {"batches": "io_threaded_total_prefetch_batches", "entries":
 def populate(endpoint: Endpoint, keys: int) -> None:
     """About 63% of the keyspace gets a 100-byte value (random picks, as the reads will be)."""
     observe.run_benchmark(endpoint, "SET", RANDOM_KEY, "v" * 100, depth=256, requests=keys, clients=8, keyspace=keys)
-
-
-# --8<-- [end:prefetch]
 
 
 def prefetch_counters(r) -> dict:

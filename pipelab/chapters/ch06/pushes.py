@@ -1,58 +1,16 @@
-"""Section 5: RESP3 pushes among a pipeline's replies."""
+"""Section 5: RESP3 pushes among a pipeline's replies.
+
+The harness only: the pipelines (redis-py's and GLIDE's) are the notebook's cells tagged code:push and
+code:glide, passed in by the notebook; their Java twins are in PushReplies."""
 
 from __future__ import annotations
 
 from importlib.metadata import version
 
-import redis
-from glide import Batch
-
 from ...results import md_table, quantity
 from ..ch07.common import LoopThread
 from ..ch07.glide import glide_client
 from .common import PREFIX
-
-
-# --8<-- [start:push]
-def pipeline_with_invalidation(r: redis.Redis, key: str) -> tuple[list, list]:
-    """With CLIENT TRACKING on, read a key, then change it inside a pipeline: the server pushes an
-    invalidation for it to this connection, between the pipeline's replies."""
-    conn = r.connection_pool.get_connection()  # the pool's one connection, used by every call below
-    pushes: list = []
-    conn._parser.set_invalidation_push_handler(pushes.append)  # redis-py's hook for RESP3 pushes
-    r.connection_pool.release(conn)
-    r.execute_command("CLIENT", "TRACKING", "ON")
-    r.set(key, "v1")
-    r.get(key)  # now tracked
-    pipe = r.pipeline(transaction=False)
-    pipe.get(key)
-    pipe.set(key, "v2")  # invalidates the key this connection read: a push follows
-    pipe.get(key)
-    pipe.incr(key + ":n")
-    pipe.get(key)
-    return pipe.execute(), pushes
-
-
-# --8<-- [end:push]
-
-
-# --8<-- [start:glide]
-async def glide_pipeline_with_invalidation(client, key: str) -> list:
-    """The same pipeline through GLIDE's one multiplexed connection: a non-atomic Batch."""
-    await client.custom_command(["CLIENT", "TRACKING", "ON"])
-    await client.set(key, "v1")
-    await client.get(key)  # now tracked
-    batch = Batch(is_atomic=False)
-    batch.get(key)
-    batch.set(key, "v2")  # the server pushes an invalidation to this connection
-    batch.get(key)
-    batch.incr(key + ":n")
-    batch.get(key)
-    return await client.exec(batch, raise_on_error=True)
-
-
-# --8<-- [end:glide]
-
 
 EXPECTED_PUSH_REPLIES = ["v1", True, "v2", 1, "v2"]
 GLIDE_EXPECTED_REPLIES = ["v1", "OK", "v2", 1, "v2"]
@@ -64,7 +22,7 @@ def client_info_resp(info) -> int:
     return int(dict(f.split("=", 1) for f in text.split() if "=" in f)["resp"])
 
 
-async def glide_push_row(endpoint, key: str) -> dict:
+async def glide_push_row(endpoint, key: str, glide_pipeline_with_invalidation) -> dict:
     client = await glide_client(endpoint)  # GLIDE's defaults, with REDIS_URL's credentials and TLS
     try:
         resp = client_info_resp(await client.custom_command(["CLIENT", "INFO"]))
@@ -78,7 +36,8 @@ async def glide_push_row(endpoint, key: str) -> dict:
     return {"resp": resp, "replies": replies, "aligned": replies == GLIDE_EXPECTED_REPLIES, "pushes": -1}
 
 
-def measure_push(lab) -> dict:
+def measure_push(lab, pipeline_with_invalidation, glide_pipeline_with_invalidation) -> dict:
+    """The notebook's pipeline through redis-py (each protocol) and GLIDE, then the Java clients (ch06-push)."""
     key = PREFIX + "tracked"
     out = {}
     for protocol in (None, 2, 3):
@@ -92,7 +51,9 @@ def measure_push(lab) -> dict:
                 "pushes": len(pushes),
             }
     with LoopThread() as loop:
-        out["glide"] = loop.run(glide_push_row(lab.endpoint, PREFIX + "tracked:glide"))
+        out["glide"] = loop.run(
+            glide_push_row(lab.endpoint, PREFIX + "tracked:glide", glide_pipeline_with_invalidation)
+        )
     out["java"] = lab.java("ch06-push").facts
     return out
 

@@ -1,12 +1,13 @@
 """Section 1: redis.asyncio's gather on pools of 1, 10 and 100 connections against one pipeline, and what
-redis-py 8's default pool of 100 connections does with more callers, sync and async."""
+redis-py 8's default pool of 100 connections does with more callers, sync and async.
+
+The harness only: the gathered INCRs, the pipeline, the pool and the threads past it are the notebook's
+cells tagged code:gather and code:pool_cap, passed in by the notebook."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import redis
 import redis.asyncio
@@ -26,36 +27,6 @@ POOL_CAP_THREADS = 101  # threads on one default sync client: one more than its 
 POOL_HOLD_S = 0.5  # each thread's BLPOP keeps its connection this long, so all 101 want one at once
 
 
-# --8<-- [start:gather]
-async def incr_gathered(r: redis.asyncio.Redis, keys: list[str]) -> None:
-    # One coroutine per command. Each takes a connection from r's pool for its own round trip:
-    # redis-py does not multiplex, so the commands in flight at once are at most the pool's size.
-    await asyncio.gather(*(r.incr(key) for key in keys))
-
-
-async def incr_pipelined(r: redis.asyncio.Redis, keys: list[str]) -> None:
-    # One connection, one write of every command, then every reply read back.
-    async with r.pipeline(transaction=False) as pipe:
-        for key in keys:
-            pipe.incr(key)
-        await pipe.execute()
-
-
-def gather_client(endpoint: Endpoint, connections: int) -> redis.asyncio.Redis:
-    # A caller that asks for more connections than the pool holds waits for one (for up to 20 s)
-    # instead of failing, as the default ConnectionPool does past max_connections.
-    pool = redis.asyncio.BlockingConnectionPool(
-        **endpoint.connection_kwargs(redis.asyncio.SSLConnection),  # host, port, login, TLS
-        max_connections=connections,
-        timeout=20,
-    )
-    return redis.asyncio.Redis(connection_pool=pool)
-
-
-# --8<-- [end:gather]
-
-
-# --8<-- [start:pool_cap]
 def count_pool_requests(client) -> list[int]:
     """Counts the client's calls to its pool's get_connection: were a refusal retried, the retry
     would ask the pool again."""
@@ -70,27 +41,14 @@ def count_pool_requests(client) -> list[int]:
     return asked
 
 
-def threads_past_the_pool(endpoint: Endpoint, threads: int, hold_s: float) -> dict:
-    """`threads` threads on one default sync client, each blocking its connection for hold_s."""
-    r = endpoint.client()  # redis.Redis() as it comes: in redis-py 8, a pool of at most 100 connections
-    asked, start = count_pool_requests(r), threading.Barrier(threads)
-
-    def one(_):
-        start.wait()
-        began = time.perf_counter()
-        try:
-            r.blpop([f"{PREFIX}pool:never"], timeout=hold_s)
-        except redis.RedisError as err:
-            return err, time.perf_counter() - began
-
-    with ThreadPoolExecutor(threads) as workers:
-        failures = [f for f in workers.map(one, range(threads)) if f]
+def threads_past_the_pool(r: redis.Redis, threads: int, hold_s: float, blpop_in_threads) -> dict:
+    """The notebook's `blpop_in_threads(r, threads, hold_s)` on client `r` (closed after): how it ended,
+    and how often it asked r's pool for a connection."""
+    asked = count_pool_requests(r)
+    failures = blpop_in_threads(r, threads, hold_s)
     opened = r.connection_pool._created_connections
     r.close()
     return pool_outcome(threads, failures, asked[0], opened, r.get_retry())
-
-
-# --8<-- [end:pool_cap]
 
 
 def pool_outcome(n: int, failures: list, asked: int, opened: int, retry) -> dict:
@@ -133,9 +91,12 @@ def default_pool_outcome(endpoint: Endpoint, n: int) -> dict:
         return loop.run(attempt())
 
 
-def measure_gather(endpoint: Endpoint, rtt_ms: float, n: int, repeat: int) -> dict[str, Measurement]:
-    """{mode: Measurement} of n INCRs gathered on pools of 1, 10 and 100 connections, and pipelined,
-    with the connections each mode opened and the server's reads per command as params."""
+def measure_gather(
+    endpoint: Endpoint, rtt_ms: float, n: int, repeat: int, incr_gathered, incr_pipelined, gather_client
+) -> dict[str, Measurement]:
+    """{mode: Measurement} of n INCRs, the notebook's `incr_gathered` on its `gather_client(endpoint, c)`
+    for pools of 1, 10 and 100 connections, and its `incr_pipelined`, with the connections each mode
+    opened and the server's reads per command as params."""
     keys = [f"{PREFIX}gather:{i % 100}" for i in range(n)]
     out = {}
     with LoopThread() as loop:

@@ -1,9 +1,12 @@
 """Section 3: Valkey GLIDE (Python): gather on one multiplexed client and its cap on requests in flight, Batch,
-raise_on_error, the default timeout, ClusterBatch."""
+raise_on_error, the default timeout, ClusterBatch.
+
+The harness only: what runs on the clients (the gather, the batches, the requests in flight, the
+ClusterBatch) is the notebook's cells tagged code:glide_gather, code:glide, code:inflight and
+code:glide_cluster, passed in by the notebook."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -13,9 +16,6 @@ import redis.asyncio
 from glide import (
     AdvancedGlideClientConfiguration,
     AdvancedGlideClusterClientConfiguration,
-    Batch,
-    BatchOptions,
-    ClusterBatch,
     GlideClient,
     GlideClientConfiguration,
     GlideClusterClient,
@@ -64,57 +64,12 @@ async def glide_client(endpoint: Endpoint, **config):
     )
 
 
-# --8<-- [start:glide]
-async def glide_incr_gathered(client, keys: list[str]) -> None:
-    # Every coroutine on the one client: GLIDE's core writes whatever is queued when the socket
-    # is free, so commands issued at once leave together: pipelining nobody asked for.
-    await asyncio.gather(*(client.incr(key) for key in keys))
-
-
-async def glide_sadd_batch(client, keys: list[str], atomic: bool, timeout_ms: int | None = None) -> list:
-    batch = Batch(is_atomic=atomic)  # atomic: MULTI … EXEC around the commands; not: a pipeline
-    for key in keys:
-        batch.sadd(key, ["glide"])
-    # The client's request timeout (250 ms by default) covers the whole batch unless the batch has its own.
-    options = BatchOptions(timeout=timeout_ms) if timeout_ms else None
-    return await client.exec(batch, raise_on_error=True, options=options)
-
-
-async def glide_batch_with_error(client, key: str, counter: str, raise_on_error: bool):
-    batch = Batch(is_atomic=False)
-    batch.set(key, "a string")
-    batch.lpush(key, ["x"])  # WRONGTYPE: the key holds a string
-    batch.incr(counter)  # runs whatever happened before it
-    batch.get(key)
-    return await client.exec(batch, raise_on_error=raise_on_error)
-
-
-# --8<-- [end:glide]
-
-
-# --8<-- [start:inflight]
-async def glide_gather_outcome(client, n: int, hold_s: float = 0) -> dict:
-    """n requests gathered on one client, and how many the client refused. With hold_s, the first
-    is a BLPOP that blocks the connection for hold_s: nothing behind it is answered before it, so
-    every request stays in flight, as behind any slow command or a stalled network."""
-    held = []
-    if hold_s:
-        held.append(asyncio.ensure_future(client.blpop([f"{PREFIX}glide:never"], hold_s)))
-        await asyncio.sleep(0.05)  # the BLPOP reaches the server before the rest are issued
-    incrs = (client.incr(f"{PREFIX}glide:inflight:{i % 100}") for i in range(n - len(held)))
-    done = await asyncio.gather(*held, *incrs, return_exceptions=True)
-    failed = [e for e in done if isinstance(e, Exception)]
-    return {"n": n, "failed": len(failed), "error": f"{type(failed[0]).__name__}: {failed[0]}" if failed else ""}
-
-
-# --8<-- [end:inflight]
-
-
 def glide_connections(r: redis.Redis) -> int:
     return sum(1 for c in r.client_list() if str(c.get("lib-name", "")).startswith("Glide"))
 
 
-def measure_glide_gather(endpoint: Endpoint, rtt_ms: float, n: int, repeat: int) -> Measurement:
+def measure_glide_gather(endpoint: Endpoint, rtt_ms: float, n: int, repeat: int, glide_incr_gathered) -> Measurement:
+    """The notebook's `glide_incr_gathered(client, keys)` of n INCRs on one GLIDE client."""
     keys = [f"{PREFIX}gather:{i % 100}" for i in range(n)]
     with LoopThread() as loop:
         client = loop.run(glide_client(endpoint))
@@ -139,18 +94,19 @@ def measure_glide_gather(endpoint: Endpoint, rtt_ms: float, n: int, repeat: int)
     return m
 
 
-def measure_glide(lab, n: int, repeat: int) -> dict:
-    """GLIDE's Batch on one server: n SADDs non-atomic and atomic (with the MULTI/EXEC the server
-    saw), what the default request timeout does to the batch, and one WRONGTYPE inside a batch;
-    then the core's cap on requests in flight, and the version of the package that ran."""
+def measure_glide(lab, n: int, repeat: int, glide_sadd_batch, glide_batch_with_error, glide_gather_outcome) -> dict:
+    """GLIDE's Batch on one server, through the notebook's functions: n SADDs non-atomic and atomic (with
+    the MULTI/EXEC the server saw), what the default request timeout does to the batch, and one WRONGTYPE
+    inside a batch; then the core's cap on requests in flight, and the version of the package that ran."""
     with LoopThread() as loop:
-        out = glide_batches(lab, loop, [f"{PREFIX}glide:sadd:{i}" for i in range(n)], repeat)
-        out["inflight"] = glide_inflight(lab, loop, GLIDE_INFLIGHT_N, GLIDE_HOLD_S)
+        keys = [f"{PREFIX}glide:sadd:{i}" for i in range(n)]
+        out = glide_batches(lab, loop, keys, repeat, glide_sadd_batch, glide_batch_with_error)
+        out["inflight"] = glide_inflight(lab, loop, GLIDE_INFLIGHT_N, GLIDE_HOLD_S, glide_gather_outcome)
     out["glide_version"] = version("valkey-glide")
     return out
 
 
-def glide_inflight(lab, loop: LoopThread, sizes: tuple[int, ...], hold_s: float) -> dict:
+def glide_inflight(lab, loop: LoopThread, sizes: tuple[int, ...], hold_s: float, glide_gather_outcome) -> dict:
     """Gathers of each size on a default client, as they come and behind a BLPOP of hold_s; the
     largest again behind the BLPOP with inflight_requests_limit raised to its size."""
     # The requests behind the BLPOP wait for it: a request timeout longer than hold_s keeps them.
@@ -173,7 +129,9 @@ def glide_inflight(lab, loop: LoopThread, sizes: tuple[int, ...], hold_s: float)
     return out
 
 
-def glide_batches(lab, loop: LoopThread, keys: list[str], repeat: int) -> dict:
+def glide_batches(
+    lab, loop: LoopThread, keys: list[str], repeat: int, glide_sadd_batch, glide_batch_with_error
+) -> dict:
     n, out, run = len(keys), {}, loop.run
     client = run(glide_client(lab.endpoint))
     try:
@@ -246,17 +204,6 @@ async def glide_cluster_client(cluster, **config):
     )
 
 
-# --8<-- [start:glide_cluster]
-async def glide_cluster_batch(client, keys: list[str], atomic: bool) -> list:
-    batch = ClusterBatch(is_atomic=atomic)  # non-atomic: split by slot owner, one sub-batch per master
-    for key in keys:
-        batch.set(key, "v")
-    return await client.exec(batch, raise_on_error=True)
-
-
-# --8<-- [end:glide_cluster]
-
-
 def node_counters(cluster) -> list[dict]:
     out = []
     for node in cluster.nodes:
@@ -266,15 +213,15 @@ def node_counters(cluster) -> list[dict]:
     return out
 
 
-def measure_glide_cluster(cluster, sets: int, calls: int) -> dict:
-    """A non-atomic ClusterBatch of `sets` SETs across slots, `calls` times: SETs and reads per master
-    per call; and an atomic one across slots."""
+def measure_glide_cluster(cluster, sets: int, calls: int, glide_cluster_batch) -> dict:
+    """The notebook's `glide_cluster_batch`: a non-atomic ClusterBatch of `sets` SETs across slots, `calls`
+    times: SETs and reads per master per call; and an atomic one across slots."""
     keys = [f"{PREFIX}glide:c:{i}" for i in range(sets)]
     with LoopThread() as loop:
-        return {"sets": sets, "calls": calls, **cluster_batches(cluster, loop, keys, calls)}
+        return {"sets": sets, "calls": calls, **cluster_batches(cluster, loop, keys, calls, glide_cluster_batch)}
 
 
-def cluster_batches(cluster, loop: LoopThread, keys: list[str], calls: int) -> dict:
+def cluster_batches(cluster, loop: LoopThread, keys: list[str], calls: int, glide_cluster_batch) -> dict:
     run = loop.run
     client = run(glide_cluster_client(cluster))
     try:

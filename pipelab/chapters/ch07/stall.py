@@ -1,4 +1,5 @@
-"""Section 1, the event loop while a big pipeline is packed and parsed: a 1 ms ticker's worst lag."""
+"""Section 1, the event loop while a big pipeline is packed and parsed: a 1 ms ticker's worst lag.
+The pipelines (set_in_pipelines) are the notebook's cell tagged code:stall, passed in by the notebook."""
 
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ STALL_CHUNKS = (1_000, 10_000)
 TICK_S = 0.001
 
 
-# --8<-- [start:stall]
 async def ticker(lags: list[float], stop: asyncio.Event) -> None:
     # Asks to wake every millisecond; how late it wakes is how long the loop could not run it.
     loop = asyncio.get_running_loop()
@@ -35,21 +35,7 @@ async def ticker(lags: list[float], stop: asyncio.Event) -> None:
         lags.append(loop.time() - asked)
 
 
-async def set_in_pipelines(r: redis.asyncio.Redis, keys: list[str], chunk: int | None) -> None:
-    # chunk=None: one pipeline of everything. Otherwise one execute() per chunk, and every
-    # execute() awaits the network, which lets the loop run its other tasks in between.
-    step = chunk or len(keys)
-    for start in range(0, len(keys), step):
-        async with r.pipeline(transaction=False) as pipe:
-            for key in keys[start : start + step]:
-                pipe.set(key, "v")
-            await pipe.execute()
-
-
-# --8<-- [end:stall]
-
-
-async def _stall_once(r: redis.asyncio.Redis, keys: list[str], chunk: int | None) -> tuple[float, float, int]:
+async def _stall_once(r: redis.asyncio.Redis, keys: list[str], chunk: int | None, set_in_pipelines) -> tuple:
     lags: list[float] = []
     stop = asyncio.Event()
     tick = asyncio.create_task(ticker(lags, stop))
@@ -62,8 +48,9 @@ async def _stall_once(r: redis.asyncio.Redis, keys: list[str], chunk: int | None
     return elapsed, max(lags), len(lags)
 
 
-def measure_stall(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[tuple[int, str], Measurement]:
-    """{(n, mode): Measurement of the pipelines' time} with the ticker's worst lag of each run as params.
+def measure_stall(endpoint: Endpoint, sizes: list[int], repeat: int, set_in_pipelines) -> dict:
+    """{(n, mode): Measurement of the time of the notebook's `set_in_pipelines(r, keys, chunk)`} with the
+    ticker's worst lag of each run as params.
     One warm-up run of the smallest size serves all; the largest sizes run once per mode, chunks of
     1,000 being the only chunks measured there."""
     out = {}
@@ -71,12 +58,15 @@ def measure_stall(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[tup
     async def run_all():
         r = endpoint.async_client()
         try:
-            warmup = await _stall_once(r, [f"{PREFIX}stall:{i}" for i in range(sizes[0])], None)
+            warmup = await _stall_once(r, [f"{PREFIX}stall:{i}" for i in range(sizes[0])], None, set_in_pipelines)
             for n in sizes:
                 keys = [f"{PREFIX}stall:{i % 1000}" for i in range(n)]
                 chunks = STALL_CHUNKS[:1] if n >= STALL_ONCE else STALL_CHUNKS
                 for mode, chunk in (("one pipeline", None), *((f"chunks of {c:,}", c) for c in chunks if c < n)):
-                    runs = [await _stall_once(r, keys, chunk) for _ in range(1 if n >= STALL_ONCE else repeat)]
+                    runs = [
+                        await _stall_once(r, keys, chunk, set_in_pipelines)
+                        for _ in range(1 if n >= STALL_ONCE else repeat)
+                    ]
                     out[(n, mode)] = Measurement(
                         f"{n:,} SETs, {mode}",
                         n,

@@ -1,12 +1,13 @@
-"""Section 4: one command instead of many (MGET, MSET, variadic SADD and HSET against pipelines)."""
+"""Section 4: one command instead of many (MGET, MSET, variadic SADD and HSET against pipelines).
+
+The harness only: each workload's two shapes are the notebook's cell tagged code:variadic, passed in by
+the notebook as {workload: function} tables, one per shape."""
 
 from __future__ import annotations
 
 import statistics
 
 import matplotlib.pyplot as plt
-import redis
-import redis.asyncio
 from matplotlib.figure import Figure
 
 from ... import observe, plots, stats
@@ -22,63 +23,13 @@ VARIADIC_REPEAT = Size(full=9, quick=3)  # rounds; intervals need three or more
 VALUE = "v" * 100
 
 
-# --8<-- [start:variadic]
-def get_pipelined(r: redis.Redis, keys: list[str]) -> list:
-    pipe = r.pipeline(transaction=False)
-    for key in keys:
-        pipe.get(key)
-    return pipe.execute()  # n commands: n lookups, n replies, n command dispatches on the server
-
-
-def get_one_command(r: redis.Redis, keys: list[str]) -> list:
-    return r.mget(keys)  # one command: one dispatch, one reply array
-
-
-def set_pipelined(r: redis.Redis, keys: list[str]) -> None:
-    pipe = r.pipeline(transaction=False)
-    for key in keys:
-        pipe.set(key, VALUE)
-    pipe.execute()
-
-
-def set_one_command(r: redis.Redis, keys: list[str]) -> None:
-    r.mset(dict.fromkeys(keys, VALUE))
-
-
-def sadd_pipelined(r: redis.Redis, key: str, members: list[str]) -> None:
-    pipe = r.pipeline(transaction=False)
-    for member in members:
-        pipe.sadd(key, member)
-    pipe.execute()
-
-
-def sadd_one_command(r: redis.Redis, key: str, members: list[str]) -> None:
-    r.sadd(key, *members)  # SADD is variadic: every member in one command
-
-
-def hset_pipelined(r: redis.Redis, key: str, fields: list[str]) -> None:
-    pipe = r.pipeline(transaction=False)
-    for field in fields:
-        pipe.hset(key, field, VALUE)
-    pipe.execute()
-
-
-def hset_one_command(r: redis.Redis, key: str, fields: list[str]) -> None:
-    r.hset(key, mapping=dict.fromkeys(fields, VALUE))
-
-
-# --8<-- [end:variadic]
-
-
-# One table per shape, each workload to its function (a flat table lets the tests' tracer see the calls).
-PIPELINED = {"GET": get_pipelined, "SET": set_pipelined, "SADD": sadd_pipelined, "HSET": hset_pipelined}
-ONE_COMMAND = {"GET": get_one_command, "SET": set_one_command, "SADD": sadd_one_command, "HSET": hset_one_command}
 COUNTED = {"GET": ("get", "mget"), "SET": ("set", "mset"), "SADD": ("sadd",), "HSET": ("hset",)}  # commandstats
 VARIADIC = list(COUNTED)
 
 
-def measure_variadic(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[tuple[str, str, int], Measurement]:
-    """{(workload, "pipeline" | "one command", n): Measurement}, with the server's µs per key (INFO
+def measure_variadic(endpoint: Endpoint, sizes: list[int], repeat: int, pipelined: dict, one_command: dict) -> dict:
+    """{(workload, "pipeline" | "one command", n): Measurement} of the notebook's functions, `pipelined` and
+    `one_command` ({workload: function} for each of VARIADIC), with the server's µs per key (INFO
     commandstats: the commands' own execution) and the server's CPU per key (everything: reading,
     parsing, dispatching, replying) as params, one reading per sample. The two shapes take turns,
     sample by sample, so their ratios pair up by round. SADD and HSET start from an empty key each time."""
@@ -87,10 +38,10 @@ def measure_variadic(endpoint: Endpoint, sizes: list[int], repeat: int) -> dict[
     for n in sizes:
         keys = [f"{PREFIX}var:{i}" for i in range(n)]
         for start in range(0, n, 10_000):
-            set_one_command(r, keys[start : start + 10_000])  # GET reads these
+            one_command["SET"](r, keys[start : start + 10_000])  # GET reads these
         members = [f"m{i}" for i in range(n)]
         for workload in VARIADIC:
-            shapes = {"pipeline": PIPELINED[workload], "one command": ONE_COMMAND[workload]}
+            shapes = {"pipeline": pipelined[workload], "one command": one_command[workload]}
             runs = {shape: _variadic_calls(r, fn, workload, keys, members) for shape, fn in shapes.items()}
             group = f"{workload}, {n:,} keys"
             ms = {
@@ -160,15 +111,16 @@ REPLY_KEYS = 100_000  # quick runs too: a smaller MGET is built and sent between
 REPLY_CLIENT = "pipelab-ch07-replies"
 
 
-def measure_reply_memory(endpoint: Endpoint, n: int) -> dict[str, int]:
-    """Peak CLIENT LIST tot-mem of n GETs of 100-byte values, as one MGET and as one pipeline."""
+def measure_reply_memory(endpoint: Endpoint, n: int, pipelined: dict, one_command: dict) -> dict[str, int]:
+    """Peak CLIENT LIST tot-mem of n GETs of 100-byte values, as one MGET and as one pipeline (the
+    notebook's GET functions)."""
     keys = [f"{PREFIX}reply:{i}" for i in range(n)]
     peaks = {}
     with endpoint.client() as r:
         for start in range(0, n, 10_000):
-            set_one_command(r, keys[start : start + 10_000])
+            one_command["SET"](r, keys[start : start + 10_000])
         r.client_setname(REPLY_CLIENT)
-        for shape, fn in (("pipeline", get_pipelined), ("one command", get_one_command)):
+        for shape, fn in (("pipeline", pipelined["GET"]), ("one command", one_command["GET"])):
             best = 0
             for _ in range(3):  # each sampled peak is a lower bound of the true one
                 with observe.reply_buffer_peak(endpoint, REPLY_CLIENT) as peak:

@@ -1,14 +1,11 @@
-"""Section 5: WATCH under contention, in redis-py and (ch07-watch) Jedis."""
+"""Section 5: WATCH under contention, in redis-py and (ch07-watch) Jedis.
+The three read-modify-writes are the notebook's cell tagged code:watch, passed in by the notebook."""
 
 from __future__ import annotations
 
 import statistics
 import threading
 import time
-
-import redis
-import redis.asyncio
-from redis.exceptions import WatchError
 
 from ...measure import Measurement
 from ...params import Size
@@ -20,56 +17,8 @@ WRITERS = [1, 2, 4, 8]
 INCREMENTS = Size(full=100, quick=50)  # per writer
 
 
-# --8<-- [start:watch]
-def watched_increment(r: redis.Redis, key: str, tries: list[int]) -> None:
-    # transaction() WATCHes the key, runs step, and sends MULTI … EXEC; when another client
-    # changed the key in between, EXEC returns nothing, redis-py raises WatchError and
-    # transaction() runs step again from the top: read again, compute again.
-    def step(pipe: redis.client.Pipeline) -> None:
-        tries[0] += 1
-        value = int(pipe.get(key) or 0)  # after WATCH the pipeline runs commands at once
-        pipe.multi()  # from here on it queues them, for EXEC
-        pipe.set(key, value + 1)
-
-    r.transaction(step, key)
-
-
-def blind_increment(r: redis.Redis, key: str, tries: list[int]) -> None:
-    # The same read-modify-write with no WATCH: two writers that read the same value both
-    # write value + 1, and one increment is lost.
-    tries[0] += 1
-    value = int(r.get(key) or 0)
-    r.set(key, value + 1)
-
-
-def stale_retry_increment(r: redis.Redis, key: str, tries: list[int]) -> None:
-    # A "retry" that sends the aborted transaction again as it was: the WATCH is gone after
-    # EXEC, so the second MULTI … EXEC goes through, with the value from the stale read.
-    with r.pipeline() as pipe:
-        pipe.watch(key)
-        value = int(pipe.get(key) or 0)
-        pipe.multi()
-        pipe.set(key, value + 1)
-        tries[0] += 1
-        try:
-            pipe.execute()
-            return
-        except WatchError:
-            pass
-    tries[0] += 1
-    with r.pipeline() as pipe:
-        pipe.set(key, value + 1)
-        pipe.execute()
-
-
-# --8<-- [end:watch]
-
-
-INCREMENTERS = {
-    "WATCH, transaction()": watched_increment,
-    "no WATCH": blind_increment,
-    "WATCH, aborted EXEC sent again": stale_retry_increment,
-}
+# The modes, in the order the table and the results keep them.
+MODES = ("WATCH, transaction()", "no WATCH", "WATCH, aborted EXEC sent again")
 
 
 def contend(endpoint: Endpoint, increment, writers: int, increments: int) -> dict:
@@ -110,10 +59,13 @@ def contend(endpoint: Endpoint, increment, writers: int, increments: int) -> dic
     }
 
 
-def measure_watch(endpoint: Endpoint, writers: list[int], increments: int, repeat: int) -> dict:
-    """{(mode, writers): Measurement} of the increments' time, each repetition's contend() row in params."""
+def measure_watch(
+    endpoint: Endpoint, writers: list[int], increments: int, repeat: int, watched, blind, stale_retry
+) -> dict:
+    """{(mode, writers): Measurement} of the increments' time, each repetition's contend() row in params:
+    the notebook's three `increment(r, key, tries)` functions, in MODES' order."""
     out = {}
-    for mode, increment in INCREMENTERS.items():
+    for mode, increment in zip(MODES, (watched, blind, stale_retry)):
         for w in writers:
             rows = [contend(endpoint, increment, w, increments) for _ in range(repeat + 1)]
             out[(mode, w)] = Measurement(
