@@ -101,8 +101,8 @@ def test_in_portable_mode_each_caller_skips_with_its_sentence(portable, capsys):
         with observe.strace_count(os.getpid()):
             pass
     strace_skip = f"strace skipped: strace is not available here {PORTABLE}"
-    assert ch02.measure_strace(None, None, 10) == ({}, strace_skip), "not 'the server is not a process here'"
-    assert ch02.measure_strace(None, os.getpid(), 10) == ({}, strace_skip)
+    assert ch02.measure_strace(None, None, 10, None) == ({}, strace_skip), "not 'the server is not a process here'"
+    assert ch02.measure_strace(None, os.getpid(), 10, None) == ({}, strace_skip)
     assert ch02.switches_missing() == f"Context switches not counted: /proc is not available here {PORTABLE}."
     assert ch02.switches_text({"client": None, "server": None}) == "not counted"
     assert ch02.pid_text(None) == f"/proc is not available here {PORTABLE}", "not 'remote or container'"

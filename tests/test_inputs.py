@@ -207,8 +207,10 @@ def test_each_mode_reads_only_its_own_sizes(quick):
 
 
 def test_a_function_another_chapter_uses_stales_it_too(repo_copy):
-    stale = repo_copy("pipelab/chapters/ch02/batches.py", "def get_in_batches(", "def get_in_batches(_unused=None, *, ")
+    # Chapter 6's harness runs chapter 2's taught GET loop (taught.load): an edit of that cell stales both.
+    stale = repo_copy("notebooks/02-system-calls.ipynb", "def get_in_batches(", "def get_in_batches(_unused=None, *, ")
     assert stale == ["02", "06"]
+    assert repo_copy("notebooks/02-system-calls.ipynb", "## ", "## A retitled ") == [], "markdown is no input"
 
 
 CH10 = "java-examples/ch10-auto-pipelining"

@@ -1,22 +1,16 @@
 // vivo's SADD workload, which chapters 1, 3 and 5 run through every client: one SADD of the
 // member "m" to each of N distinct, empty lab keys (LabSupport.keys). Each example sends
-// the SADDs its own way, and that code stays in the example, except Jedis's two ways
-// (one by one, and a pipeline), which are the same code whatever Jedis client or pipeline
-// class carries them and live here once; the examples say what their client does
-// underneath. The member, the reset and check around every timed iteration, and chapter
-// 3's timing of a mode with its wire counts live here too, so that all the clients provably
-// do the same work and their numbers compare. Pulled in next to LabSupport with
+// the SADDs its own way, and that code stays in the example, where the reader sees it. The
+// member, the reset and check around every timed iteration, and chapter 3's timing of a mode
+// with its wire counts live here, so that all the clients provably do the same work and
+// their numbers compare. Pulled in next to LabSupport with
 //   //SOURCES ../common/SaddWorkload.java
 // It needs Jedis only, like LabSupport.
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
-import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.Jedis;
-import redis.clients.jedis.Response;
-import redis.clients.jedis.commands.JedisCommands;
 
 final class SaddWorkload {
 
@@ -31,37 +25,6 @@ final class SaddWorkload {
 
     private SaddWorkload() {
     }
-
-    // --8<-- [start:jedis]
-    /** N round trips with any Jedis client (Jedis, RedisClient, RedisClusterClient): each sadd() waits for its reply. */
-    static long jedisOneByOne(JedisCommands jedis, List<String> keys) {
-        long added = 0;
-        for (String key : keys) {
-            added += jedis.sadd(key, MEMBER);
-        }
-        return added;
-    }
-
-    /**
-     * One Jedis pipeline (a Pipeline, or a ClusterPipeline): every SADD queued with a Response
-     * placeholder, one sync() that sends what is still buffered and reads every reply, then
-     * the sum of the replies (1 = member added). The pipeline is closed here.
-     */
-    static long jedisPipelined(AbstractPipeline pipeline, List<String> keys) {
-        List<Response<Long>> replies = new ArrayList<>(keys.size());
-        try (pipeline) {
-            for (String key : keys) {
-                replies.add(pipeline.sadd(key, MEMBER));
-            }
-            pipeline.sync();
-        }
-        long added = 0;
-        for (Response<Long> reply : replies) {
-            added += reply.get();
-        }
-        return added;
-    }
-    // --8<-- [end:jedis]
 
     /**
      * Outside the timed region: every key must now exist (EXISTS, a thousand keys per call),

@@ -405,7 +405,9 @@ def sources(notebook: Path, aliases: list[str], *, quick: bool = False) -> dict:
     texts = [_notebook_code(notebook), *(path.read_text() for path in parts)]
     taken = set().union(*map(taught.loaded_by, texts)) - {notebook.stem}
     if taken:  # another chapter's taught cells, run by this one's harness (taught.load)
-        out["taught"] = {f"notebooks/{stem}.ipynb": _sha(meaning(taught.notebook_path(stem))) for stem in sorted(taken)}
+        out["taught"] = {
+            f"notebooks/{stem}.ipynb": _sha(meaning(taught.notebook_path(stem, REPO))) for stem in sorted(taken)
+        }
     examples = example_files(notebook)
     if examples:  # only then: the other chapters' keys stay as they were
         out["examples"] = {_name(path): _sha(example_meaning(path)) for path in examples}

@@ -8,7 +8,7 @@ where the two processes run), raw (5), tls (6), published.
 
 from __future__ import annotations
 
-from .batches import BATCHES_ALT, batches_params, batches_plot, batches_summary, get_in_batches, measure_batches
+from .batches import BATCHES_ALT, batches_params, batches_plot, batches_summary, measure_batches
 from .busy_loop import (
     BUSY_LOOP_ALT,
     busy_loop_histogram,

@@ -4,17 +4,11 @@ code:batches, passed in by the notebook."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import redis
 from matplotlib.figure import Figure
 
-from ... import observe, plots, taught
+from ... import observe, plots
 from ...results import median_figure, quantity, ratio_figure
 from .parameters import BATCH, CLIENT_NAME, VALUE_BYTES, VALUE_KEY
-
-
-def get_in_batches(r: redis.Redis, n: int, batch: int, key: str) -> None:
-    """The notebook's code:batches cell, for chapter 6's harness (ch06.ceiling imports it from here)."""
-    return taught.load("02-system-calls").get_in_batches(r, n, batch, key)
 
 
 def measure_batches(lab, sizes: list[int], repeat: int, get_in_batches) -> dict:

@@ -8,12 +8,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from ... import observe, plots
+from ... import observe, plots, taught
 from ...measure import Measurement, adaptive
 from ...params import Size
 from ...results import md_table, quantity, rate_figure, ratio_figure
 from ...server import EmbeddedRedis, Endpoint
-from ..ch02 import get_in_batches  # the workload chapter 2 shows
 from .common import KEY, LABELS
 from .servers import BENCH_CPUS
 
@@ -233,6 +232,7 @@ def measure_reply_memory(servers: dict[str, EmbeddedRedis], n: int, repeat: int 
     highest of `repeat` runs, since each sampled peak is a lower bound of the true one."""
 
     peaks: dict[str, int] = {}
+    get_in_batches = taught.load("02-system-calls").get_in_batches  # chapter 2's GET loop, as its notebook runs it
     for _ in range(repeat):
         for name, server in servers.items():  # interleaved, like the rates
             with server.endpoint.client() as r:
