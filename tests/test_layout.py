@@ -12,8 +12,8 @@ import pytest
 from pipelab.paths import REPO
 
 MAX_CELL_LINES = 25
-# A taught cell (tagged code:…) is the lesson's code itself, shown on the page: a screen or two, not more.
-MAX_TAUGHT_LINES = 70
+# A taught cell (tagged code:…) is the lesson's code itself, shown on the page: one idea, a screen at most.
+MAX_TAUGHT_LINES = 30
 NOTEBOOKS = sorted((REPO / "notebooks").rglob("*.ipynb"))
 CORE = sorted(p for p in (REPO / "pipelab").glob("*.py") if p.name != "__main__.py")  # __main__: the command line
 CHAPTERS = sorted((REPO / "pipelab" / "chapters").rglob("*.py"))  # chapter packages too
