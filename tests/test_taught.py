@@ -12,6 +12,8 @@ import pytest
 from pipelab import paths, results, taught, workspace
 from pipelab.book import inputs
 from pipelab.paths import REPO
+from tests.test_layout import code_cells
+from tests.test_sections import section_span
 
 PAGES = sorted((REPO / "site" / "chapters").glob("[0-9][0-9]-*.md"))
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```python[^\n]*\n(?P<body>.*?)^(?P=indent)```", re.M | re.S)
@@ -24,10 +26,6 @@ def notebook_for(page: Path) -> Path:
     return REPO / "notebooks" / f"{page.stem}.ipynb"
 
 
-def code_cells(notebook: Path) -> list[str]:
-    return ["".join(c["source"]) for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
-
-
 def python_blocks(markdown: str) -> list[str]:
     """Every ```python block of a page, its indent removed and any .py include read in (pymdownx.snippets)."""
     blocks = []
@@ -36,12 +34,9 @@ def python_blocks(markdown: str) -> list[str]:
         for line in match["body"].splitlines():
             line = line.removeprefix(match["indent"])
             if include := PY_INCLUDE.match(line):
-                text = (REPO / include["path"]).read_text()
-                if include["section"]:
-                    name = include["section"]
-                    text = text.split(f"[start:{name}]", 1)[1].split("\n", 1)[1].split(f"[end:{name}]")[0]
-                    text = text.rsplit("\n", 1)[0]
-                lines += text.splitlines()
+                text = (REPO / include["path"]).read_text().splitlines()
+                span = section_span(include["path"], include["section"]) if include["section"] else None
+                lines += [text[i - 1] for i in span] if span else text
             else:
                 lines.append(line)
         blocks.append("\n".join(lines).strip("\n"))

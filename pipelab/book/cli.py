@@ -17,6 +17,7 @@ from ..lab import Session
 from ..paths import REPO, build_dir, reference_dir
 from . import agreement, calmtrial, conditions, live, reference, sitecheck
 from . import build as book
+from .failures import shown
 
 
 def _term_as_interrupt(*_):
@@ -207,8 +208,8 @@ def cmd_lab(args) -> int:
         env.update(workspace.kernel_env())
         root = paths.lab_dir()
         print(
-            f"pipelab: your notebooks are working copies in {_shown(workspace.notebooks_dir())}/"
-            f" ({len(copied)} copied now); your runs save under {_shown(root / 'results')}/ and"
+            f"pipelab: your notebooks are working copies in {shown(workspace.notebooks_dir())}/"
+            f" ({len(copied)} copied now); your runs save under {shown(root / 'results')}/ and"
             " never change the book's figures. `make lab-restore NB=1` puts chapter 1's book version back.",
             flush=True,
         )
@@ -223,11 +224,6 @@ def cmd_lab(args) -> int:
         extra = [a for a in args.jupyter_args if a != "--"]  # e.g. --port=8889 --no-browser
         opened = [str(workspace.notebooks_dir() / p.name) for p in book.notebooks()]
         return _hold(argv + extra + opened, env)
-
-
-def _shown(path) -> str:
-    """A path as the reader would type it: from the repository when it lies inside it."""
-    return str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
 
 
 def cmd_lab_restore(args) -> int:

@@ -65,12 +65,12 @@ def record(source: Path, title: str, reason: str) -> Failure:
     if (executed := notebooks_out_dir() / source.name).exists():
         shutil.move(executed, copy)
     inputs.stamp_path(source).unlink(missing_ok=True)
-    failure = Failure(chapter, title, reason, _shown(copy))
+    failure = Failure(chapter, title, reason, shown(copy))
     _record_path(chapter).write_text(json.dumps(asdict(failure), indent=1))
     return failure
 
 
-def _shown(path: Path) -> str:
+def shown(path: Path) -> str:
     """A path as the reader types it: relative to the checkout when it is inside it."""
     return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
