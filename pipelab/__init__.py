@@ -1,4 +1,4 @@
-"""pipelab: the lab every notebook of the book imports (see README.md, "How the repository is built").
+"""pipelab: the lab every notebook of the book imports (see CONTRIBUTING.md, "How the repository is built").
 
 The notebooks' API is this module and its chapter's module (pipelab.chapters.chNN); the book build
 (pipelab.book) and the course (pipelab.course) stand beside it.

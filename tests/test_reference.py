@@ -103,7 +103,7 @@ def test_writing_the_references_figures_into_the_markdown_is_idempotent(tmp_path
 def test_the_committed_markdown_shows_the_references_figures():
     stale = [
         md.relative_to(paths.REPO).as_posix()
-        for md in [*SOURCES, paths.REPO / "README.md"]
+        for md in [*SOURCES, paths.REPO / "README.md", paths.REPO / "CONTRIBUTING.md"]
         if reference.with_values(md.read_text()) != md.read_text()
     ]
     assert not stale, f"run `make reference FROM_RESULTS=1` (or `pipelab reference`): stale figures in {stale}"

@@ -256,7 +256,7 @@ def test_the_docs_show_a_redis_url_only_with_its_password_masked():
     """The site is published: an example URL that names a password shows it as the lab prints it."""
     from pipelab.paths import REPO
 
-    docs = [REPO / "README.md", *sorted((REPO / "site").rglob("*.md"))]
+    docs = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "site").rglob("*.md"))]
     found = {
         (path.name, match)
         for path in docs

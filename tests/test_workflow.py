@@ -69,11 +69,16 @@ def legs_of(job: dict) -> dict[tuple[str, str], list[str]]:
     return legs
 
 
-def test_the_quick_book_runs_on_every_python_the_readme_names():
-    readme = (REPO / "README.md").read_text()
+def test_the_quick_book_runs_on_every_python_the_setup_page_names():
+    setup = (REPO / "site" / "setup.md").read_text()
     legs = legs_of(yaml.safe_load(WORKFLOW.read_text())["jobs"]["test"])
     for python in ("3.11", "3.13", "3.14"):
-        assert python in readme and legs[("ubuntu-24.04", python)] == ["book QUICK=1"], python
+        assert python in setup and legs[("ubuntu-24.04", python)] == ["book QUICK=1"], python
+
+
+def test_the_published_site_links_its_repository():
+    env = yaml.safe_load(WORKFLOW.read_text())["env"]
+    assert env["PIPELAB_REPO_URL"] == "${{ github.server_url }}/${{ github.repository }}"
 
 
 def test_the_quick_book_runs_on_a_mac_with_homebrews_redis_benchmark():

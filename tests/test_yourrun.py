@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import browser
+import mkdocs_yml
 import pytest
-import yaml
 
 from pipelab import paths, results, weather
 from pipelab.book import build, inputs, markers, reference, yourrun
@@ -139,7 +139,7 @@ def test_the_times_table_sets_each_chapter_beside_the_reference(runs):
 
 
 def test_the_page_is_in_the_nav_after_the_method_and_names_only_known_sections():
-    nav = yaml.safe_load((paths.REPO / "mkdocs.yml").read_text())["nav"]
+    nav = mkdocs_yml.load()["nav"]
     titles = [next(iter(entry)) for entry in nav]
     assert titles[titles.index("How the book measures") + 1] == "Your run"
     assert {"Your run": "your-run.md"} in nav

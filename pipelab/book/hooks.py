@@ -29,6 +29,7 @@ import logging
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path, PurePosixPath
 
 import matplotlib
@@ -60,7 +61,29 @@ def _notebook_sources() -> dict[str, Path]:
     return found
 
 
+def web_address(remote: str) -> str | None:
+    """A git remote as the repository's web address (https://host/owner/name), credentials dropped;
+    None for anything else (a path on disk, a bundle)."""
+    if m := re.fullmatch(r"(?:ssh://)?git@([\w.-]+)[:/]([\w.-]+/[\w.-]+?)(?:\.git)?/?", remote):
+        return f"https://{m[1]}/{m[2]}"
+    if m := re.fullmatch(r"https://(?:[^@/]+@)?([\w.-]+/[\w.-]+/[\w.-]+?)(?:\.git)?/?", remote):
+        return f"https://{m[1]}"
+    return None
+
+
+def _origin() -> str | None:
+    try:
+        run = subprocess.run(
+            ["git", "-C", str(paths.REPO), "remote", "get-url", "origin"], capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return web_address(run.stdout.strip()) if run.returncode == 0 else None
+
+
 def on_config(config):
+    if not config.repo_url:  # CI names the repository (PIPELAB_REPO_URL); a clone of it knows its origin
+        config.repo_url = _origin()
     # mkdocs-jupyter's cache lives in the build dir being built, so builds for different build dirs
     # (the tests make several, at once) never evict or half-read each other's entries.
     config.plugins["mkdocs-jupyter"].config["cache_dir"] = str(paths.build_dir() / JUPYTER_CACHE)

@@ -19,7 +19,7 @@ from ..errors import LabError
 from . import build, inputs, markers
 
 SOURCES = "sources.json"  # beside the chapters' folders: what each chapter's reference run was made from
-TIMINGS = "book/timings"  # how long the reference run's parts took, for the README
+TIMINGS = "book/timings"  # how long the reference run's parts took, for the README and CONTRIBUTING.md
 TEST_TIME = "test-time.json"  # in build/: the last whole `make test` (tests/conftest.py writes it)
 BOOK_TIME = "book-time.json"  # in build/: the last run that measured every chapter at full size (record_time)
 
@@ -37,9 +37,10 @@ def with_values(markdown: str, reference: Path | None = None) -> str:
 
 
 def write_values(site: Path | None = None, reference: Path | None = None) -> list[Path]:
-    """with_values over every Markdown file of the site's sources and the README; the files it changed."""
+    """with_values over every Markdown file of the site's sources, the README and CONTRIBUTING.md; the files
+    it changed."""
     changed = []
-    readme = [] if site else [paths.REPO / "README.md"]  # its timings come from the reference run (TIMINGS)
+    readme = [] if site else [paths.REPO / "README.md", paths.REPO / "CONTRIBUTING.md"]  # timings (TIMINGS)
     for md in sorted((site or paths.REPO / "site").rglob("*.md")) + readme:
         text = md.read_text()
         if (written := with_values(text, reference)) != text:
