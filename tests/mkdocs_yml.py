@@ -22,13 +22,13 @@ _Loader.add_constructor("!ENV", _env)
 
 
 def load() -> dict:
-    return yaml.load((REPO / "mkdocs.yml").read_text(), Loader=_Loader)  # noqa: S506 (a SafeLoader)
+    return yaml.load((REPO / "mkdocs.yml").read_text(), Loader=_Loader)  # a SafeLoader with !ENV
 
 
 def pages(nav: list) -> list[tuple[str, str]]:
     """The nav flattened, in the order "Next" follows: (title, page)."""
     found = []
     for entry in nav:
-        for title, target in (entry.items() if isinstance(entry, dict) else [(entry, entry)]):
+        for title, target in entry.items() if isinstance(entry, dict) else [(entry, entry)]:
             found.extend(pages(target) if isinstance(target, list) else [(title, target)])
     return found

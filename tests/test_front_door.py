@@ -110,5 +110,7 @@ def test_the_prose_counter_tells_setup_from_pipelining():
     assert prose.about_setup("Each figure is the median of five timed runs after one untimed warm-up.")
     assert prose.about_setup("The lab keeps idle CPUs polling with a PM QoS request.")
     assert not prose.about_setup("Pipelining removes the waiting, not the work.")
-    text = 'One. Two words here.\n\n??? note "How sure is this?"\n\n    Hidden sentence about a probe.\n\nThree words now.'
+    text = (
+        'One. Two words here.\n\n??? note "How sure is this?"\n\n    Hidden sentence about a probe.\n\nThree words now.'
+    )
     assert prose.sentences(text) == ["Two words here.", "Three words now."]
