@@ -131,6 +131,15 @@ def test_the_site_shows_the_readers_figure_and_else_the_references_marked(tmp_pa
     )
 
 
+def test_a_block_marker_inside_a_folded_box_stays_inside_it(monkeypatch):
+    monkeypatch.setattr(hooks.report, "environment_table", lambda name: "| a | b |\n|---|---|\n| 1 | 2 |")
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="chapters/x.md"))
+    boxed = hooks.on_page_markdown('??? info "Env"\n\n    <!-- pipelab:env chx -->\n\nAfter.\n', page, None, None)
+    assert boxed == '??? info "Env"\n\n    | a | b |\n    |---|---|\n    | 1 | 2 |\n\nAfter.\n'
+    plain = hooks.on_page_markdown("Before: <!-- pipelab:env chx -->\n", page, None, None)
+    assert plain == "Before: | a | b |\n|---|---|\n| 1 | 2 |\n", "text before a marker is not an indent"
+
+
 def test_a_results_file_older_than_its_plot_says_so_on_the_page(tmp_path, monkeypatch):
     monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path / "build"))
     monkeypatch.setenv("PIPELAB_REFERENCE", str(tmp_path / "reference"))

@@ -235,7 +235,12 @@ def on_page_markdown(markdown, page, config, files):
             log.warning(f"{page.file.src_uri}: {err}")  # --strict: the build stops on it
             return ""
 
-    markdown = markers.VALUE.sub(value, markers.BLOCK.sub(marker, markers.CONDITION.sub(condition, markdown)))
+    def block(match: re.Match) -> str:  # a marker inside a folded box: the box holds all of its lines
+        start = match.string.rfind("\n", 0, match.start()) + 1
+        indent = match.string[start : match.start()]
+        return marker(match).replace("\n", "\n" + indent) if indent and not indent.strip() else marker(match)
+
+    markdown = markers.VALUE.sub(value, markers.BLOCK.sub(block, markers.CONDITION.sub(condition, markdown)))
     return _with_failure(markdown, page.file.src_uri)
 
 
