@@ -138,6 +138,22 @@ def test_example_runs_quick_and_shows_its_direction(alias, jdk, lab):
         assert client.dbsize() == 0, "the example left keys behind"
 
 
+def test_an_example_run_by_hand_prints_its_readable_lines_and_files_the_result_line(jdk, session, isolated_build):
+    """`pipelab jbang` is how a reader or trainer runs an example: the line the harness reads goes to a file."""
+    where = [session.endpoint.host, str(session.endpoint.port)]
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelab", "jbang", "ch01-ping", *where, "200", "2", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert jbang.RESULT_MARK not in done.stdout and "Jedis" in done.stdout, done.stdout
+    saved = isolated_build / "examples" / "ch01-ping.json"
+    assert f"the full result, as the book reads it: {saved}" in done.stdout, done.stdout
+    assert json.loads(saved.read_text())["example"] == "ch01-ping"
+
+
 def test_the_depth_example_runs_the_depths_it_is_given_and_refuses_a_bad_list(jdk, lab):
     run = lab.java("ch02-depth", 500, 1, 0, "3,7")
     assert sorted(run.measurements()) == ["depth_3", "depth_7"]

@@ -109,3 +109,22 @@ def test_the_home_page_switches_palette_and_searches(tab):
     except PlaywrightTimeout:
         problems.append("searching for LTRIM shows no results")
     fail_on("the home page does not work:", by_page({"": problems + tab.problems}))
+
+
+def test_the_trainer_cards_project_as_slides_that_the_arrow_keys_move_through(tab):
+    tab.open("course/cards/?slides")
+    page, problems = tab.page, []
+    slides = page.locator("section.slide")
+    if slides.count() != 11:  # the title and one card per chapter
+        problems.append(f"{slides.count()} slides, not 11")
+    if page.locator(".md-header").is_visible() or page.locator(".md-sidebar--primary").is_visible():
+        problems.append("the site's menus still show")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(300)
+    if slides.count() > 1 and abs(slides.nth(1).bounding_box()["y"]) > 5:
+        problems.append("the right arrow did not bring the first card to the top")
+    screenshot(tab, "course/cards/", "-slides")
+    tab.open("course/cards/")  # without ?slides the page reads as a page
+    if tab.page.locator("section.slide").count() or not tab.page.locator(".md-header").is_visible():
+        problems.append("the page without ?slides is laid out as slides")
+    fail_on("the trainer cards as slides:", by_page({"course/cards/?slides": problems + tab.problems}))

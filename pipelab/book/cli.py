@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -247,8 +248,21 @@ def cmd_serve(args) -> int:
 
 
 def cmd_jbang(args) -> int:
+    """An example run by hand: its readable lines as they come; the line the harness reads goes to a file."""
     jbang.require_jdk()
-    return subprocess.run(jbang.jbang_argv(args.args), cwd=REPO, env=jbang.jbang_env()).returncode
+    run = subprocess.Popen(
+        jbang.jbang_argv(args.args), cwd=REPO, env=jbang.jbang_env(), stdout=subprocess.PIPE, text=True
+    )
+    for line in run.stdout:
+        if line.startswith(jbang.RESULT_MARK):
+            alias = next((a for a in args.args if not a.startswith("-")), "jbang")
+            saved = build_dir() / "examples" / (re.sub(r"[^\w.-]", "_", alias) + ".json")
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            saved.write_text(line.removeprefix(jbang.RESULT_MARK))
+            print(f"pipelab: the full result, as the book reads it: {shown(saved)}", flush=True)
+        else:
+            print(line, end="", flush=True)
+    return run.wait()
 
 
 def cmd_tools(args) -> int:

@@ -7,8 +7,10 @@ Markers in the Markdown (see site/chapters/*.md):
   <!-- pipelab:spread all -->       how far apart the repetitions of every measurement landed
   <!-- pipelab:course timings -->   the course plan beside what each exercise's solutions took
   <!-- pipelab:course footprint --> what the course fetched onto this machine, by size
+  <!-- pipelab:course demos -->     the trainer's live demos and what each printed (course/demos.py)
   <!-- pipelab:yourrun plot -->     a section of the "Your run" page: the reader's run against the
                                     reference (yourrun.py; the plot is drawn in on_files)
+  <!-- pipelab:remember ch01 -->     the chapter's "What to remember" list, for the trainer's card
   --8<-- "notebooks/01-….ipynb:ping"  the notebook's code cell tagged code:ping, as the learner runs it
   {{ ch01/name#key }}               one formatted figure from a results file (markers.py has both
                                     kinds, and the form `pipelab reference` writes for GitHub's readers)
@@ -42,6 +44,7 @@ import matplotlib.pyplot as plt
 from pipelab import chapters, paths, plots, results, taught
 from pipelab.book import conditions, failures, live, markers, reference, report, yourrun
 from pipelab.chapters import claims
+from pipelab.course import demos
 from pipelab.course import timings as course
 
 JUPYTER_CACHE = "mkdocs-jupyter-cache"  # in the build dir (on_config)
@@ -79,6 +82,13 @@ def _origin() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return web_address(run.stdout.strip()) if run.returncode == 0 else None
+
+
+def remembered(chapter: str) -> str:
+    """A chapter's "What to remember" list, as its page has it (a trainer's card shows it, never a copy)."""
+    page = next((paths.REPO / "site" / "chapters").glob(f"{chapter.removeprefix('ch')}-*.md"))
+    section = page.read_text().split("\n## What to remember\n", 1)[1].split("\n## ", 1)[0]
+    return section.strip()
 
 
 def on_config(config):
@@ -208,9 +218,13 @@ def on_page_markdown(markdown, page, config, files):
         if kind == "spread":
             return report.spread_tables()
         if kind == "course":
+            if arg == "demos":
+                return demos.section(*reference.shown(demos.DEMOS_RESULT))
             return course.footprint_table() if arg == "footprint" else course.timings_table()
         if kind == "yourrun":
             return yourrun.section(arg, depth)
+        if kind == "remember":
+            return remembered(arg)
         return _plot(arg, depth)
 
     def value(match: re.Match) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-BLOCK = re.compile(r"<!--\s*pipelab:(figures|env|plot|spread|course|yourrun)\s+([\w/.-]+)\s*-->")
+BLOCK = re.compile(r"<!--\s*pipelab:(figures|env|plot|spread|course|yourrun|remember)\s+([\w/.-]+)\s*-->")
 
 VALUE = re.compile(
     r"<span><!--\{\{\s*(?P<name>[\w/.-]+)#(?P<key>\w+)\s*\}\}-->"

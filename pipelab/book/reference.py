@@ -71,7 +71,7 @@ def chapters() -> list[str]:
 
 
 def publish(source: Path | None = None, target: Path | None = None) -> list[str]:
-    """Copy every chapter's results files (JSON only; not the course's) from build/results (`source`)
+    """Copy every chapter's results files (JSON only), and the course's when there are, from build/results (`source`)
     into the reference (`target`), replacing what was there; the names copied. Refuses, before
     touching the reference, a run that misses a chapter or was made in quick mode."""
     source, target = source or paths.results_dir(), target or paths.reference_dir()
@@ -99,6 +99,17 @@ def publish(source: Path | None = None, target: Path | None = None) -> list[str]
     if (sky := results.path_for(weather.NAME, source)).exists():  # the machine's weather around the run
         results.path_for(weather.NAME, target).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(sky, results.path_for(weather.NAME, target))
+    return names + publish_course(source, target)
+
+
+def publish_course(source: Path | None = None, target: Path | None = None) -> list[str]:
+    """The course's results (its timings and live demos, from `make course`) into the reference, so the
+    trainer's page has figures before anyone runs anything; a quick run's are left out. The names copied."""
+    source, target = source or paths.results_dir(), target or paths.reference_dir()
+    names = [n for n in results.names(source, "course") if not results.load(n, source)["environment"].get("quick_mode")]
+    for name in names:
+        results.path_for(name, target).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(results.path_for(name, source), results.path_for(name, target))
     return names
 
 

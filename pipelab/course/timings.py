@@ -14,12 +14,13 @@ from pathlib import Path
 
 from .. import jbang, proxy, results
 from ..book import build as book
-from ..book import progress
+from ..book import progress, reference
 from ..errors import LabError
 from ..lab import open_lab
 from ..measure import Measurement, measure
 from ..paths import REPO, notebooks_out_dir, tools_dir
 from ..server import Endpoint
+from . import demos
 
 TIMINGS = "course/timings"
 SOLVED_MARK = "solved:"  # every check ends with "Exercise N solved: <figure>"
@@ -136,8 +137,10 @@ def run_solutions(server: Endpoint, quick: bool) -> Path:
             )
             board.done()
     summary.update(footprint())
-
-    return Path(open_lab(quick).save(TIMINGS, measurements, summary=summary))
+    lab = open_lab(quick)
+    if not quick:  # the demos run at the examples' own sizes, as in front of a room: minutes, not for tests
+        lab.save(demos.DEMOS_RESULT, summary=demos.run(server))
+    return Path(lab.save(TIMINGS, measurements, summary=summary))
 
 
 def _size(path: Path) -> int:
@@ -181,15 +184,19 @@ def _cells(notebook: Path) -> list:
     return nbformat.read(notebook, as_version=4).cells
 
 
+REFERENCE_NOTE = "_Measured on the reference machine: `make course` measures yours._"
+
+
 def footprint_table() -> str:
-    doc = results.load(TIMINGS)
+    doc, from_reference = reference.shown(TIMINGS)
     if not doc or "venv_bytes" not in doc["summary"]:
         return "_`make course` measures what the course fetches onto this machine._"
 
     def value(key):
         return doc["summary"][key]["text"]
 
-    return results.md_table(
+    note = f"{REFERENCE_NOTE}\n\n" if from_reference else ""
+    return note + results.md_table(
         ["What", "Where", "On disk"],
         [
             [
@@ -209,7 +216,7 @@ def footprint_table() -> str:
 
 def timings_table() -> str:
     """The trainer's page: the plan for each exercise beside what its solutions took on this machine."""
-    doc = results.load(TIMINGS)
+    doc, from_reference = reference.shown(TIMINGS)
     value = (lambda key: doc["summary"].get(key, {}).get("text", "–")) if doc else (lambda key: "–")
     rows = [
         [
@@ -241,9 +248,10 @@ def timings_table() -> str:
     ]
     return "\n".join(
         [
+            *([REFERENCE_NOTE, ""] if from_reference else []),
             table,
             "",
-            "What each solution printed when it passed on this machine:",
+            "What each solution printed when it passed:",
             "",
             results.md_table(["Exercise", "Python", "Java"], printed),
         ]
