@@ -7,6 +7,7 @@
 #   make serve  the site on http://127.0.0.1:8000
 #   make prefetch  fetch and compile everything the course needs (before a training day)
 #   make course    run and time every exercise's solution
+#   make doctor    is this laptop ready for the course? one line per check (seconds; installs nothing)
 #   make reference measure the whole book afresh and make it the committed reference run (pipelab/reference_run)
 #   make slow-machine  the timing-sensitive examples at full size, every CPU kept busy meanwhile (about 10 min)
 SHELL := /bin/bash
@@ -15,7 +16,7 @@ VENV := build/venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test check lint lab lab-restore serve site tools clean system-deps prefetch course lock reference slow-machine
+.PHONY: book test check lint lab lab-restore serve site tools clean system-deps prefetch course doctor lock reference slow-machine
 
 # Debian tools the chapters use when they can have them: redis-benchmark (redis-tools) is the
 # server's own ceiling, strace counts system calls, docker-compose v1 checks docker-compose.yml
@@ -90,6 +91,12 @@ prefetch: $(VENV)/.lab-installed system-deps
 
 course: $(STAMP)
 	$(BIN)/pipelab course $(if $(QUICK),--quick)
+
+# No prerequisite: a check installs nothing, so a laptop without build/venv is told what to run.
+doctor:
+	@if [ -x $(BIN)/pipelab ]; then $(BIN)/pipelab doctor; else \
+	  echo "FIX   Python     No build/venv yet: run \`make prefetch\` (or \`make lab\`) on a good connection."; \
+	  echo "1 thing needs attention (Python): fix it as said above, then run \`make doctor\` again."; exit 1; fi
 
 serve: $(STAMP)
 	$(BIN)/pipelab serve

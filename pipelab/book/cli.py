@@ -16,7 +16,7 @@ from ..course import timings as course
 from ..errors import LabError, friendly
 from ..lab import Session
 from ..paths import REPO, build_dir, reference_dir
-from . import agreement, calmtrial, conditions, live, reference, sitecheck
+from . import agreement, calmtrial, conditions, doctor, live, reference, sitecheck
 from . import build as book
 from .failures import shown
 
@@ -160,6 +160,10 @@ def cmd_prefetch(args) -> int:
     )
     print("pipelab: ready: the course needs no more downloads on this machine.")
     return 0
+
+
+def cmd_doctor(args) -> int:
+    return doctor.run()
 
 
 def cmd_linkcheck(args) -> int:
@@ -321,6 +325,9 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("prefetch", help="fetch and compile everything the course needs, now").set_defaults(
         func=cmd_prefetch
     )
+    sub.add_parser(
+        "doctor", help="is this laptop ready for the course? one line per check, each ok or what to do"
+    ).set_defaults(func=cmd_doctor)
     k = sub.add_parser("linkcheck", help="check every link of the built site in build/site")
     k.add_argument("--external", action="store_true", help="also fetch links to other sites (needs the network)")
     k.set_defaults(func=cmd_linkcheck)
