@@ -235,7 +235,7 @@ def record_runs(aliases: dict[str, list[str]]) -> None:
         inputs.record(notebook, inputs.chapter_key(notebook, quick=False, server="s", aliases=aliases.get(chapter, [])))
 
 
-def test_publishing_copies_every_chapters_results_and_nothing_else(tmp_path, monkeypatch):
+def test_publishing_copies_every_chapters_results_the_courses_and_nothing_else(tmp_path, monkeypatch):
     source, target = tmp_path / "results", tmp_path / "reference"
     monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path / "build"))
     run_of_every_chapter(source)
@@ -243,14 +243,16 @@ def test_publishing_copies_every_chapters_results_and_nothing_else(tmp_path, mon
         reference.publish(source, target)
     record_runs({"ch06": ["ch02-depth", "ch06-cut"]})
     results.save("course/timings", environment={}, base=source)
+    results.save("course/demos", environment={"quick_mode": True}, base=source)  # a test's quick course: not kept
     (source / "ch01" / "run.png").write_bytes(b"\x89PNG")
     results.save("ch99/gone", environment={}, base=target)  # the previous reference's (no such chapter now)
     (target / ".gitkeep").write_text("")
     names = reference.publish(source, target)
-    assert names == [f"{chapter}/run" for chapter in reference.chapters()] and len(names) == len(book.notebooks())
-    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()) == [".gitkeep"] + [
-        f"{name}.json" for name in names
-    ] + [reference.SOURCES]
+    chapters = [f"{chapter}/run" for chapter in reference.chapters()]
+    assert names == [*chapters, "course/timings"] and len(chapters) == len(book.notebooks())
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()) == sorted(
+        [".gitkeep", *(f"{name}.json" for name in names), reference.SOURCES]
+    )
     assert results.load("ch01/run", target) == results.load("ch01/run", source)
     assert reference.stale_chapters(target) == {}, "the run is recorded as made from the sources as they are"
     made_from = json.loads((target / reference.SOURCES).read_text())

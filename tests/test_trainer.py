@@ -34,6 +34,17 @@ def test_the_day_names_every_exercise_or_says_why_it_is_cut():
         assert re.search(rf"[Cc]hapter {n}\b", two_days), f"the two-day plan leaves out chapter {n}"
 
 
+def test_the_days_clock_adds_up_and_each_exercise_gets_its_planned_minutes():
+    day = TRAINER.split("## The day", 1)[1].split("**Cut from", 1)[0]
+    rows = re.findall(r"^\| (\d\d):(\d\d) \| ([^|]+) \| (\d*) \|", day, re.M)
+    for (h, m, part, minutes), (h2, m2, _, _) in zip(rows, rows[1:]):
+        assert int(h) * 60 + int(m) + int(minutes) == int(h2) * 60 + int(m2), f"{h}:{m} {part.strip()}"
+    planned = {int(ex.number): ex.planned_minutes for ex in course.EXERCISES}
+    for _, _, part, minutes in rows:
+        if found := re.match(r"Exercise (\d)", part):
+            assert int(minutes) >= planned[int(found[1])], part
+
+
 def test_every_chapter_has_a_card_with_its_takeaways_a_plot_a_demo_and_two_debrief_questions():
     cards = re.split(r"^## (?=\d+\. )", CARDS, flags=re.M)[1:]
     assert len(cards) == len(CHAPTERS)
