@@ -8,6 +8,8 @@
 #   make prefetch  fetch and compile everything the course needs (before a training day)
 #   make course    run and time every exercise's solution
 #   make doctor    is this laptop ready for the course? one line per check (seconds; installs nothing)
+#   make bundle    one file, build/pipelab-bundle-<platform>.tar.gz, with everything a laptop of this platform fetches
+#   make offline BUNDLE=<file>  install from that file alone, no network (rm build/offline.mk to fetch online again)
 #   make reference measure the whole book afresh and make it the committed reference run (pipelab/reference_run)
 #   make slow-machine  the timing-sensitive examples at full size, every CPU kept busy meanwhile (about 10 min)
 SHELL := /bin/bash
@@ -16,7 +18,10 @@ VENV := build/venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test check lint lab lab-restore serve site tools clean system-deps prefetch course doctor lock reference slow-machine
+.PHONY: book test check lint lab lab-restore serve site tools clean system-deps prefetch course doctor lock reference slow-machine bundle offline
+
+# Written by `make offline`: pip, uv, JBang, npm and go then fetch from build/offline, never the network.
+-include build/offline.mk
 
 # Debian tools the chapters use when they can have them: redis-benchmark (redis-tools) is the
 # server's own ceiling, strace counts system calls, docker-compose v1 checks docker-compose.yml
@@ -39,9 +44,11 @@ UV := build/uv/bin/uv
 # each site build) would otherwise compile every module it imports, a second or more each time.
 UV_SYNC := UV_PROJECT_ENVIRONMENT=$(VENV) UV_PYTHON_DOWNLOADS=never $(UV) sync --frozen --quiet --compile-bytecode --python $(PYTHON)
 
-$(UV):
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+PYTHON_CHECK = $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
 	  || { echo "make: the book needs Python 3.11 or newer as '$(PYTHON)'; install it, or run: make PYTHON=python3.12 $(MAKECMDGOALS)"; exit 1; }
+
+$(UV):
+	@$(PYTHON_CHECK)
 	@$(PYTHON) -m venv build/uv \
 	  || { echo "make: '$(PYTHON) -m venv' failed; install your distribution's venv package (e.g. apt-get install python3-venv)"; exit 1; }
 	build/uv/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
@@ -88,6 +95,20 @@ lab-restore: $(STAMP)
 
 prefetch: $(VENV)/.lab-installed system-deps
 	$(BIN)/pipelab prefetch
+
+# The offline room (pipelab/book/bundle.py). The bundle is made on a machine with the network, and
+# only fits laptops of its platform (its name says which): system, processor, Python 3.x, and the
+# glibc or macOS version as far as the lock's wheels tell them apart.
+bundle: $(STAMP)
+	$(BIN)/pipelab bundle --uv $(UV) --uv-version $(UV_VERSION)
+
+# Unpacks with the reader's Python (there is no venv yet), then make and pipelab install from build/offline.
+offline:
+	@test -n "$(BUNDLE)" || { echo "make: say which bundle: make offline BUNDLE=build/pipelab-bundle-<platform>.tar.gz"; exit 2; }
+	@$(PYTHON_CHECK)
+	@$(PYTHON) -P pipelab/book/bundle.py unpack "$(BUNDLE)"
+	@$(MAKE) --no-print-directory $(VENV)/.lab-installed
+	$(BIN)/pipelab offline
 
 course: $(STAMP)
 	$(BIN)/pipelab course $(if $(QUICK),--quick)

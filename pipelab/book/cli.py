@@ -10,13 +10,14 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from .. import host, jbang, paths, placement, proxy, weather, workspace
 from ..course import timings as course
 from ..errors import LabError, friendly
 from ..lab import Session
 from ..paths import REPO, build_dir, reference_dir
-from . import agreement, calmtrial, conditions, doctor, live, reference, sitecheck
+from . import agreement, bundle, calmtrial, conditions, doctor, live, reference, sitecheck
 from . import build as book
 from .failures import shown
 
@@ -164,6 +165,22 @@ def cmd_prefetch(args) -> int:
 
 def cmd_doctor(args) -> int:
     return doctor.run()
+
+
+def cmd_bundle(args) -> int:
+    try:
+        bundle.build_bundle(Path(args.uv), args.uv_version)
+    except bundle.BundleError as err:
+        raise LabError(str(err)) from None
+    return 0
+
+
+def cmd_offline(args) -> int:
+    try:
+        bundle.install()
+    except bundle.BundleError as err:
+        raise LabError(str(err)) from None
+    return 0
 
 
 def cmd_linkcheck(args) -> int:
@@ -328,6 +345,13 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "doctor", help="is this laptop ready for the course? one line per check, each ok or what to do"
     ).set_defaults(func=cmd_doctor)
+    u = sub.add_parser("bundle", help="one file with everything a laptop of this platform fetches (make bundle)")
+    u.add_argument("--uv", default="build/uv/bin/uv", help="the pinned uv the Makefile installed")
+    u.add_argument("--uv-version", required=True, help="its version, the Makefile's UV_VERSION")
+    u.set_defaults(func=cmd_bundle)
+    sub.add_parser(
+        "offline", help="after make offline unpacked a bundle: JBang, toxiproxy, Node and Go from it, Java checked"
+    ).set_defaults(func=cmd_offline)
     k = sub.add_parser("linkcheck", help="check every link of the built site in build/site")
     k.add_argument("--external", action="store_true", help="also fetch links to other sites (needs the network)")
     k.set_defaults(func=cmd_linkcheck)
@@ -353,6 +377,8 @@ def parser() -> argparse.ArgumentParser:
 @friendly
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _term_as_interrupt)  # `kill` cleans up like Ctrl-C
+    # After `make offline`, what pipelab and its children fetch comes from build/offline, as under make.
+    os.environ.update(bundle.load_env())
     args = parser().parse_args(argv)
     if args.func is not cmd_lab:  # `make book` typed in the lab's terminal still writes the book's results
         for name in workspace.kernel_env():
