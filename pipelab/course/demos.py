@@ -73,16 +73,27 @@ def run(server: Endpoint) -> dict:
 
 
 def section(doc: dict | None, from_reference: bool) -> str:
-    """The trainer's page: each demo's command, what it shows, and what it printed when last run."""
-    parts = ["HOST and PORT are the ones `make lab` prints (`pipelab: Redis at …`).\n"]
+    """The trainer's page: a table of the demos (command, what it shows, how long it runs), then what each
+    printed when last run."""
+
+    def value(key: str) -> dict | None:
+        return doc["summary"].get(key) if doc else None
+
+    rows = [[str(d.chapter), f"`{d.command}`", d.shows, (value(f"{d.alias}_s") or {}).get("text", "–")] for d in DEMOS]
+    parts = [
+        results.md_table(["Chapter", "Command", "What it shows", "Runs for"], rows),
+        "",
+        "HOST and PORT are the ones `make lab` prints (`pipelab: Redis at …`).",
+        "",
+    ]
     if doc and from_reference:
-        parts.append("_Printed on the reference machine: `make course` runs the demos on yours._\n")
+        parts += ["_Printed on the reference machine: `make course` runs the demos on yours._", ""]
     for demo in DEMOS:
-        figure = doc["summary"].get(f"{demo.alias}_output") if doc else None
-        took = doc["summary"].get(f"{demo.alias}_s", {}).get("text", "–") if doc else "–"
-        parts.append(f"**Chapter {demo.chapter}:** `{demo.command}` shows {demo.shows} ({took}).\n")
-        if figure:
-            parts.append("```text\n" + figure["text"] + "\n```\n")
-        else:
-            parts.append("_`make course` runs it and shows its output here._\n")
+        printed = value(f"{demo.alias}_output")
+        parts.append(f"**Chapter {demo.chapter}**, `{demo.command}`:")
+        parts.append("")
+        parts.append(
+            f"```text\n{printed['text']}\n```" if printed else "_`make course` runs it and shows its output here._"
+        )
+        parts.append("")
     return "\n".join(parts)
