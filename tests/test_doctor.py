@@ -197,6 +197,8 @@ def test_ctrl_c_during_the_checks_stops_what_the_doctor_started():
     proc = subprocess.Popen(
         [sys.executable, "-m", "pipelab", "doctor"],
         env=dict(os.environ, PIPELAB_PORT=str(port)),
+        # A shell that starts the tests in the background leaves SIGINT ignored, and the child would inherit it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

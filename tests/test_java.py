@@ -58,7 +58,9 @@ def lrem_grows_ltrim_stays_flat(run) -> None:
     }
     small, large = min(usec["lrem"]), max(usec["lrem"])
     assert large >= 100 * small, usec
-    assert usec["lrem"][large] >= 5 * usec["lrem"][small], usec
+    # Against the fastest smaller list: one stalled call (a slow spell of the VM) can inflate any one size.
+    fastest_smaller = min(v for length, v in usec["lrem"].items() if length < large)
+    assert usec["lrem"][large] >= 5 * fastest_smaller, usec
     # LTRIM removes one element whatever the length; commandstats counts whole microseconds.
     assert usec["ltrim"][large] <= 3 * usec["ltrim"][small] + 1, usec
     m = run.measurements()
@@ -148,7 +150,7 @@ def test_an_example_run_by_hand_prints_its_readable_lines_and_files_the_result_l
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert jbang.RESULT_MARK not in done.stdout and "Jedis" in done.stdout, done.stdout
+    assert jbang.RESULT_MARK not in done.stdout and "jedis one by one" in done.stdout, done.stdout
     saved = isolated_build / "examples" / "ch01-ping.json"
     assert f"the full result, as the book reads it: {saved}" in done.stdout, done.stdout
     assert json.loads(saved.read_text())["example"] == "ch01-ping"
