@@ -168,9 +168,12 @@ def background(isolated_build, tmp_path_factory) -> dict:
     ("reference"), with no reference either ("nothing"), and with one results file of the reader's that
     contradicts a sentence of chapter 1 ("contradicted"), and the quick chapters of BESIDE on labs of
     their own ("ch08"). QUEUES says what runs after what."""
-    from pipelab import paths
+    from pipelab import paths, server
     from pipelab.book import build as book
 
+    # The links under build/servers (Debian's Redis 7.0 by name) are made once here: the jobs below share
+    # this build dir, and two of them making the same link at once failed one with FileExistsError.
+    server.server_builds()
     start = dict(os.environ)  # as the session starts: no test has changed it yet (a PATH without java, say)
     kernels = traced_kernels(isolated_build)
     base = tmp_path_factory.mktemp("unmeasured")
