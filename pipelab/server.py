@@ -238,7 +238,10 @@ def _debian_redis7() -> str | None:
     link = build_dir() / "servers" / "redis7" / "redis-server"
     if not link.exists():
         link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to("/usr/bin/redis-check-rdb")
+        try:
+            link.symlink_to("/usr/bin/redis-check-rdb")
+        except FileExistsError:  # another process of the lab made it first
+            pass
     return str(link)
 
 
@@ -341,6 +344,16 @@ def stop_process(proc: subprocess.Popen | None, timeout: float = 5.0) -> None:
         proc.wait(timeout)
 
 
+def lab_port() -> int:
+    """PIPELAB_PORT, or the lab's default port; a value that is not a port is refused in one sentence."""
+    text = os.environ.get("PIPELAB_PORT", "").strip()
+    if not text:
+        return DEFAULT_PORT
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise LabError(f"PIPELAB_PORT must be a port number from 1 to 65535, not '{text}'.")
+    return int(text)
+
+
 class EmbeddedRedis:
     """A throw-away redis-server on loopback: no persistence, its own temp dir, stopped on exit."""
 
@@ -354,7 +367,7 @@ class EmbeddedRedis:
         env: dict | None = None,
         tls=None,
     ):
-        self.port = port or int(os.environ.get("PIPELAB_PORT") or DEFAULT_PORT)
+        self.port = port or lab_port()
         self.tls = tls  # tls.TlsFiles: TLS on tls_port beside the plain port, in the same process
         self.tls_port = free_port() if tls is not None else None
         self.binary = binary or find_redis_server()

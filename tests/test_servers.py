@@ -80,3 +80,28 @@ def test_a_named_server_that_is_not_installed_is_refused(monkeypatch):
 def test_a_bad_choice_is_one_sentence_from_the_command_line(choice, fragment):
     done = run_cli("book", "--no-site", env={"PIPELAB_SERVER": choice})
     assert_one_sentence(done, f"PIPELAB_SERVER={choice}" if "/" in choice else "PIPELAB_SERVER='redis9'", fragment)
+
+
+@pytest.mark.parametrize("port", ["abc", "0", "70000"])
+def test_a_lab_port_that_is_not_a_port_is_one_sentence(port, monkeypatch):
+    monkeypatch.setenv("PIPELAB_PORT", port)
+    with pytest.raises(LabError, match=f"PIPELAB_PORT must be a port number from 1 to 65535, not '{port}'"):
+        EmbeddedRedis()
+    done = run_cli("book", "--no-site", env={"PIPELAB_PORT": port})
+    assert_one_sentence(done, "PIPELAB_PORT must be a port number", f"not '{port}'")
+
+
+def test_two_processes_making_redis7s_link_at_once_both_get_it(monkeypatch, tmp_path):
+    # Debian without redis-server: the lab links redis-check-rdb; a second maker finding the link is fine
+    monkeypatch.setattr(server, "build_dir", lambda: tmp_path)
+    real_access = server.os.access
+    monkeypatch.setattr(server.os, "access", lambda p, m: p != "/usr/bin/redis-server" and real_access(p, m))
+    if not real_access("/usr/bin/redis-check-rdb", server.os.X_OK):
+        pytest.skip("no redis-check-rdb here")
+    link = tmp_path / "servers" / "redis7" / "redis-server"
+    monkeypatch.setattr(
+        type(link), "exists", lambda self: False
+    )  # as if the other process made it just after our check
+    link.parent.mkdir(parents=True)
+    link.symlink_to("/usr/bin/redis-check-rdb")
+    assert server._debian_redis7() == str(link)
