@@ -131,3 +131,6 @@ def test_an_exercise_opens_in_the_browser(jupyterlab):
         shots = paths.REPO / "build" / "screenshots"
         shots.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=shots / "jupyterlab-exercise-01.png")
+        # No "receive official Jupyter news?" question over the learner's first notebook.
+        config = page.evaluate("JSON.parse(document.getElementById('jupyter-config-data').textContent)")
+        assert config["news"] == {"disabled": True}

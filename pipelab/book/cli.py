@@ -241,6 +241,7 @@ def cmd_lab(args) -> int:
                 " make lab-restore NB=<name> takes the new version and keeps yours in build/lab/replaced/."
             )
         argv = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--ServerApp.root_dir={root}"]
+        argv.append("--LabApp.news_url=None")  # no "receive Jupyter news?" popup over a learner's first notebook
         if os.geteuid() == 0:  # containers and training VMs often run as root; Jupyter refuses unless told
             argv.append("--allow-root")
         extra = [a for a in args.jupyter_args if a != "--"]  # e.g. --port=8889 --no-browser
