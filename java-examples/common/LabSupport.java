@@ -6,7 +6,8 @@
 // depends on already, writes the result line; it is declared here because this file uses it.
 // Connections go where REDIS_URL (LabConnection) says, with its user, password, database and TLS;
 // a Settings carries the LabConnection to log in with, so a cluster node's (LabConnection.cluster())
-// travels with its host and port.
+// travels with its host and port. Its parts (LabArgs, LabTiming, LabReport, LabInfo) keep each file
+// under 600 lines; the //SOURCES lines below bring them in, and the examples call them by LabSupport's names.
 //DEPS com.google.code.gson:gson:2.14.0
 //SOURCES LabDefaults.java
 //SOURCES JedisSupport.java
