@@ -66,7 +66,6 @@ import org.redisson.api.RedissonClient;
 
 import redis.clients.jedis.ClusterPipeline;
 import redis.clients.jedis.Connection;
-import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.Protocol;
@@ -189,7 +188,7 @@ public class ClusterPipelines {
                         even.add(keys.get(i));
                     }
                 });
-                migrate(cluster, home, away, even);
+                ClusterSlots.migrate(cluster, home, away, even);
                 report.fact("ask_keys_moved_per_client", (n + 1) / 2);
                 phases.run("ask");
 
@@ -215,17 +214,6 @@ public class ClusterPipelines {
             }
         }
         report.finish();
-    }
-
-    /** MIGRATE the given keys (all of one slot) from `from` to `to`, 100 per command. */
-    static void migrate(ClusterSupport.Cluster cluster, ClusterSupport.Node from, ClusterSupport.Node to, List<String> keys) {
-        Jedis source = cluster.on(from);
-        HostAndPort target = ClusterSlots.busAddress(source, to);
-        for (int i = 0; i < keys.size(); i += 100) {
-            List<String> batch = keys.subList(i, Math.min(i + 100, keys.size()));
-            source.migrate(target.getHost(), target.getPort(), 0, 5000, cluster.migrateParams(),
-                    batch.toArray(new String[0]));
-        }
     }
 
     static void shutdown(RedisClusterClient jedis, io.lettuce.core.cluster.RedisClusterClient lettuce, RedissonClient redisson) {

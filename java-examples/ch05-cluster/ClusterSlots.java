@@ -154,4 +154,16 @@ final class ClusterSlots {
         }
         return null;
     }
+
+    /** MIGRATE the given keys (all of one slot) from `from` to `to`, 100 per command. */
+    static void migrate(ClusterSupport.Cluster cluster, ClusterSupport.Node from, ClusterSupport.Node to,
+                        List<String> keys) {
+        Jedis source = cluster.on(from);
+        HostAndPort target = busAddress(source, to);
+        for (int i = 0; i < keys.size(); i += 100) {
+            List<String> batch = keys.subList(i, Math.min(i + 100, keys.size()));
+            source.migrate(target.getHost(), target.getPort(), 0, 5000, cluster.migrateParams(),
+                    batch.toArray(new String[0]));
+        }
+    }
 }
