@@ -40,8 +40,13 @@ def test_java_inputs_are_the_aliases_run_and_their_sources_lines():
     assert {p.name for p in inputs.java_files(["ch02-depth"])} == {
         "DepthBench.java",
         "LabSupport.java",
+        "LabTiming.java",  # LabSupport's parts, which its //SOURCES name
+        "LabReport.java",
+        "LabArgs.java",
+        "LabInfo.java",
         "JedisSupport.java",  # how Jedis connects as REDIS_URL says
         "LabConnection.java",
+        "LabProbe.java",
     }
 
 

@@ -95,3 +95,13 @@ def test_no_python_module_outgrows_one_idea():
         p.relative_to(REPO).as_posix(): n for p in modules if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
     }
     assert len(modules) > 50 and not big, big
+
+
+def test_no_java_file_outgrows_one_idea():
+    """The same bound for the Java examples and their helpers: a bigger one splits into files of its own
+    (a helper LabSupport reaches, a base class the example extends) that its //SOURCES lines name."""
+    sources = sorted((REPO / "java-examples").rglob("*.java"))
+    big = {
+        p.relative_to(REPO).as_posix(): n for p in sources if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert len(sources) > 50 and not big, big

@@ -4,6 +4,7 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/LabTiming.java
 
 // Chapter 1: the round trip is the cost. The same N PINGs, first one at a time (each
 // waits for its reply before the next is sent), then all in one pipeline (sent back to

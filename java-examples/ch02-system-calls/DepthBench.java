@@ -4,6 +4,7 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/LabTiming.java
 
 // Chapter 2: how throughput grows with pipeline depth, and where it stops growing. One
 // connection sends SET pipelab:ch02:set xxx in batches of `depth` commands through a

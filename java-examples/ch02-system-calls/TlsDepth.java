@@ -4,6 +4,7 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/LabTiming.java
 //SOURCES DepthBench.java
 
 // Chapter 2, section 6: what TLS costs a pipeline. ch02-depth's SETs, in batches of each depth,

@@ -4,6 +4,7 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/LabTiming.java
 
 // Chapter 4: a pipeline is only as cheap as the commands in it. The same job, remove the
 // last P = 100 elements of a list of L, done two ways, each as one Jedis Pipeline of P

@@ -6,6 +6,7 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/LabTiming.java
 //SOURCES ../common/RedissonSupport.java
 //SOURCES ../common/LettuceSupport.java
 

@@ -7,6 +7,7 @@
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=error
 //SOURCES ../common/LabSupport.java
 //SOURCES ClusterSupport.java
+//SOURCES ClusterSlots.java
 //SOURCES ../common/RedissonSupport.java
 //SOURCES ../common/LettuceSupport.java
 
@@ -65,7 +66,6 @@ import org.redisson.api.RedissonClient;
 
 import redis.clients.jedis.ClusterPipeline;
 import redis.clients.jedis.Connection;
-import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.Protocol;
@@ -180,7 +180,7 @@ public class ClusterPipelines {
                 phases.run("stable");
 
                 slotAtHome = false;
-                ClusterSupport.beginMigration(cluster, slot, home, away);
+                ClusterSlots.beginMigration(cluster, slot, home, away);
                 // The even-numbered keys of each client go over now; the owner answers ASK for them.
                 List<String> even = new ArrayList<>();
                 keysOf.values().forEach(keys -> {
@@ -188,21 +188,21 @@ public class ClusterPipelines {
                         even.add(keys.get(i));
                     }
                 });
-                migrate(cluster, home, away, even);
+                ClusterSlots.migrate(cluster, home, away, even);
                 report.fact("ask_keys_moved_per_client", (n + 1) / 2);
                 phases.run("ask");
 
-                ClusterSupport.finishMigration(cluster, slot, home, away);
+                ClusterSlots.finishMigration(cluster, slot, home, away);
                 phases.run("moved");
 
                 // Back where it was: the same three steps the other way round.
-                ClusterSupport.beginMigration(cluster, slot, away, home);
-                ClusterSupport.finishMigration(cluster, slot, away, home);
+                ClusterSlots.beginMigration(cluster, slot, away, home);
+                ClusterSlots.finishMigration(cluster, slot, away, home);
                 slotAtHome = true;
                 report.fact("slot_back_on_owner", home.id().equals(cluster.ownerOf(slot).id()));
             } finally {
                 if (!slotAtHome) {
-                    ClusterSupport.restoreSlot(cluster, slot, home);
+                    ClusterSlots.restoreSlot(cluster, slot, home);
                 }
                 try {
                     cluster.deleteKeys(allKeys);
@@ -214,17 +214,6 @@ public class ClusterPipelines {
             }
         }
         report.finish();
-    }
-
-    /** MIGRATE the given keys (all of one slot) from `from` to `to`, 100 per command. */
-    static void migrate(ClusterSupport.Cluster cluster, ClusterSupport.Node from, ClusterSupport.Node to, List<String> keys) {
-        Jedis source = cluster.on(from);
-        HostAndPort target = ClusterSupport.busAddress(source, to);
-        for (int i = 0; i < keys.size(); i += 100) {
-            List<String> batch = keys.subList(i, Math.min(i + 100, keys.size()));
-            source.migrate(target.getHost(), target.getPort(), 0, 5000, cluster.migrateParams(),
-                    batch.toArray(new String[0]));
-        }
     }
 
     static void shutdown(RedisClusterClient jedis, io.lettuce.core.cluster.RedisClusterClient lettuce, RedissonClient redisson) {

@@ -4,6 +4,7 @@
 //DEPS org.slf4j:slf4j-simple:2.0.17
 //JAVA_OPTIONS -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
 //SOURCES ../common/LabSupport.java
+//SOURCES ../common/LabTiming.java
 
 // Chapter 7: optimistic transactions. W writers, each on a Jedis connection of its own, add 1 to
 // ONE shared counter `size` times each by read-modify-write: WATCH, GET, then MULTI/SET/EXEC.

@@ -11,15 +11,13 @@
 // a run that reaches one server or one cluster. Each instance names its variable in its sentences.
 // In package pipelab, like LabDefaults, so that packaged examples (JMH's) can import it.
 //SOURCES LabDefaults.java
+//SOURCES LabProbe.java
 
 package pipelab;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,7 +26,6 @@ import java.security.KeyStore;
 import java.security.cert.Certificate;
 import java.security.cert.CertificateException;
 import java.security.cert.CertificateFactory;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
@@ -40,7 +37,6 @@ import java.util.regex.Pattern;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLException;
 import javax.net.ssl.SSLParameters;
-import javax.net.ssl.SSLSocket;
 import javax.net.ssl.TrustManagerFactory;
 
 public final class LabConnection {
@@ -471,82 +467,12 @@ public final class LabConnection {
 
     // ---------------------------------------------------------------- a probe with the JDK alone
 
-    /** An error reply of Redis's, as the probe met it ("WRONGPASS ...", "NOPERM ..."). */
-    public static final class ErrorReply extends Exception {
-        private static final long serialVersionUID = 1L;
-
-        ErrorReply(String message) {
-            super(message, null, false, false);
-        }
-    }
-
     /**
-     * What stops a client from connecting to host:port, found with a connection of the JDK's own:
-     * TCP, TLS as the URL says (same SSLContext, hostname verified), AUTH, SELECT, then
-     * `commands` (each a command and its arguments, as the client sends them on connecting).
-     * Returns the first failure (the socket's exception, or the server's ErrorReply), or null when
-     * all of it works. For clients whose own exception has lost the server's reason (GLIDE says
-     * "Connection refused" for a wrong password too); feed the result to refusal().
+     * What stops a client from connecting to host:port, found with a connection of the JDK's own
+     * (LabProbe.probe): the first failure, or null when all of it works. Feed it to refusal().
      */
     public Exception probe(String host, int port, List<List<String>> commands) {
-        String where = host + ":" + port;
-        try (Socket plain = new Socket()) {
-            plain.connect(new InetSocketAddress(host, port), 5_000);
-            plain.setSoTimeout(5_000);
-            Socket socket = plain;
-            if (tlsTo(host, port)) {
-                SSLSocket secure = (SSLSocket) sslContext(where).getSocketFactory().createSocket(plain, host, port, true);
-                secure.setSSLParameters(sslParameters());
-                secure.startHandshake();
-                socket = secure;
-            }
-            List<List<String>> all = new ArrayList<>();
-            if (password != null) {
-                all.add(user == null ? List.of("AUTH", password) : List.of("AUTH", user, password));
-            }
-            if (database != 0) {
-                all.add(List.of("SELECT", Integer.toString(database)));
-            }
-            all.addAll(commands);
-            OutputStream out = socket.getOutputStream();
-            InputStream in = new java.io.BufferedInputStream(socket.getInputStream());
-            for (List<String> command : all) {
-                ByteArrayOutputStream request = new ByteArrayOutputStream();
-                request.writeBytes(("*" + command.size() + "\r\n").getBytes(StandardCharsets.UTF_8));
-                for (String arg : command) {
-                    byte[] bytes = arg.getBytes(StandardCharsets.UTF_8);
-                    request.writeBytes(("$" + bytes.length + "\r\n").getBytes(StandardCharsets.UTF_8));
-                    request.writeBytes(bytes);
-                    request.writeBytes("\r\n".getBytes(StandardCharsets.UTF_8));
-                }
-                out.write(request.toByteArray());
-                out.flush();
-                String reply = line(in);
-                if (reply.startsWith("-")) {
-                    return new ErrorReply(reply.substring(1));
-                }
-                if (reply.startsWith("$")) { // a bulk string (INFO's): skip its bytes and the CRLF
-                    in.skipNBytes(Math.max(0, Integer.parseInt(reply.substring(1))) + 2L);
-                }
-            }
-            return null;
-        } catch (IOException | RuntimeException e) {
-            return e; // a Refused (the CA file) included
-        }
-    }
-
-    private static String line(InputStream in) throws IOException {
-        ByteArrayOutputStream line = new ByteArrayOutputStream();
-        int b;
-        while ((b = in.read()) >= 0 && b != '\n') {
-            if (b != '\r') {
-                line.write(b);
-            }
-        }
-        if (b < 0 && line.size() == 0) {
-            throw new java.io.EOFException("Unexpected end of stream");
-        }
-        return line.toString(StandardCharsets.UTF_8);
+        return LabProbe.probe(this, host, port, commands);
     }
 
     /**
