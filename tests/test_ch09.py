@@ -75,6 +75,31 @@ def test_unlink_hands_big_hashes_to_the_background_and_del_does_not(ch09):
     assert s["scan1000_unlink_lazyfreed"]["value"] <= s["big_keys"]["value"], "only the hashes pass the threshold"
 
 
+def test_on_valkey_del_and_expiry_free_big_hashes_in_the_background_too(ch09):
+    s = summary("ch09/valkey")
+    if "del_lazyfreed" not in s:
+        pytest.skip("Valkey is not installed here")
+    assert s["valkey_lazy_on"]["value"] == s["settings"]["value"], "Valkey 8.0 and later: every lazy-free setting on"
+    big = s["big_keys"]["value"]
+    for job in ("del", "unlink", "expire"):
+        # Only the big hashes pass the lazy-free threshold; strings and short lists are freed at once.
+        assert 0 < s[f"{job}_lazyfreed"]["value"] <= big, (job, s[f"{job}_lazyfreed"], big)
+    assert s["kept_min"]["value"] == s["n_kept"]["value"]
+    if s["lab_server"]["text"].startswith("Redis"):
+        assert s["lab_lazy_user_del"]["text"] == "no" and s["lab_lazy_expire"]["text"] == "no"
+        assert value("ch09/delete", "expire_lazyfreed") == 0, "Redis frees expired keys in the main thread"
+
+
+def test_redis_cli_on_a_file_with_lf_line_ends_reports_an_error_and_runs_nothing(ch09):
+    s = summary("ch09/load")
+    if "lf_exit_code" not in s:
+        pytest.skip("redis-cli is not installed")
+    assert s["lf_exit_code"]["value"] != 0 and s["lf_stored"]["value"] == 0
+    assert "Protocol error" in s["lf_stderr"]["text"], s["lf_stderr"]
+    assert s["lf_summary_lines"]["value"] == 0, "the read fails before the summary line"
+    assert "Waiting for the last reply" in s["lf_stdout"]["text"], "the file was sent whole, then the ECHO"
+
+
 # --- on made-up inputs ------------------------------------------------------------------------
 
 
@@ -110,7 +135,10 @@ def test_load_summary_and_table_from_made_up_runs():
         "redis-py raise_on_error=True": {"raised": "ResponseError: x", "errors_in_replies": None, "stored": 1000},
         "redis-py raise_on_error=False": {"raised": None, "errors_in_replies": 3, "first": "x", "stored": 1000},
     }
-    s = chapter.load_summary(run, bad)
+    lf = {"commands": 3, "exit_code": 1, "summary": None, "stdout": ["sent"], "stderr": ["ERR x", "y"], "stored": 0}
+    s = chapter.load_summary(run, bad, lf)
+    assert s["lf_stderr"]["text"] == "ERR x / y" and s["lf_summary_lines"]["value"] == 0
+    assert "lf_exit_code" not in chapter.load_summary(run, bad), "no redis-cli, no LF figures"
     assert s["one_vs_batch_client_peak"]["value"] == 8.0
     assert s["one_vs_batch_time"]["value"] == pytest.approx(2.0)
     assert s["cli_vs_batch_time"]["value"] == pytest.approx(5.0)
@@ -152,10 +180,29 @@ def test_the_watch_summarizes_peaks_growth_and_the_probe():
 
     first = {"used_memory": 1000, "used_memory_rss": 5000, "lazyfreed_objects": 2}
     timeline = [(10.0, 1500, 6000, 0, 2), (10.1, 3000, 9000, 4, 5), (10.2, 1200, 7000, 0, 7)]
-    sampled = {"peaks": {"qbuf": 7, "omem": 9, "tot_mem": 30}, "timeline": timeline, "first": first}
+    peaks = {"qbuf": 7, "omem": 9, "tot_mem": 30, "idle_tot_mem": 21}
+    sampled = {"peaks": peaks, "timeline": timeline, "first": first}
     pings = [(9.9, 0.001), (10.05, 0.002), (10.21, 0.030), (11.0, 0.5)]  # the last one after the block
     r = summarize(sampled, pings, 10.0, 10.2)
     assert (r["peak_qbuf_bytes"], r["peak_omem_bytes"]) == (7, 9)
+    assert (r["idle_tot_mem_bytes"], r["tot_mem_added_bytes"]) == (21, 9)
     assert r["rss_growth_bytes"] == 4000 and r["used_memory_growth_bytes"] == 2000
     assert r["lazyfree_peak"] == 4 and r["lazyfreed"] == 5
     assert r["probe_count"] == 2 and r["probe_worst_ms"] == pytest.approx(30.0)
+
+
+def test_valkey_summary_and_table_compare_the_settings_and_count_the_background_frees():
+    from pipelab.chapters.ch09.valkey import LAZY_SETTINGS, ValkeyRun, valkey_summary, valkey_table
+
+    run = ValkeyRun(1000, 500, 1000)
+    run.servers = {"lab": "Redis 8.2.3", "valkey": "Valkey 9.1.2"}
+    run.config = {"lab": dict.fromkeys(LAZY_SETTINGS, "no"), "valkey": dict.fromkeys(LAZY_SETTINGS, "yes")}
+    s = valkey_summary(run)
+    assert "del_lazyfreed" not in s and s["lab_lazy_on"]["value"] == 0 and s["valkey_lazy_on"]["value"] == 6
+    assert valkey_table(run).count("| no | yes |") == len(LAZY_SETTINGS)
+    for label in chapter.valkey.valkey_means(None, None, 1000):
+        run.jobs[label] = {"lazyfreed": 10, "s": 0.1, "reclaim_s": 1.2 if "EXPIRE" in label else None, "kept": 500}
+    s = valkey_summary(run)
+    assert {"del_lazyfreed", "unlink_lazyfreed", "expire_lazyfreed"} <= set(s) and s["big_keys"]["value"] == 10
+    assert s["valkey_lazy_user_del"]["text"] == "yes" and s["lab_lazy_expire"]["value"] == 0
+    assert "10 of 10 big hashes" in valkey_table(run) and "(+1.20 s to expire)" in valkey_table(run)

@@ -31,6 +31,11 @@ def test_a_big_mset_sits_whole_in_the_servers_client_memory_where_pipelines_do_n
     big, pipelined = max(java.BATCHES), [f"pipeline_{b}" for b in java.BATCHES] + ["one_pipeline"]
     # The server keeps an MSET's arguments until the whole command is in; a pipeline's SETs are small each.
     assert f[f"mset_{big}_peak_tot_mem_bytes"] > 5 * max(f[f"{m}_peak_tot_mem_bytes"] for m in pipelined), f
+    # tot-mem also counts what a client holds at rest (its structure, its 16 KB reply buffer): less that,
+    # the MSET added most of its arguments, the pipelines next to nothing.
+    assert all(f[f"{m}_idle_tot_mem_bytes"] > 4096 for m in pipelined), f
+    added = max(f[f"{m}_tot_mem_added_bytes"] for m in pipelined)
+    assert added < 64 * 1024 and f[f"mset_{big}_tot_mem_added_bytes"] > max(10 * added, 256 * 1024), f
     for mode in pipelined:
         assert f[f"{mode}_watch_s"] >= f[f"{mode}_watched_s"] > 0, "the Watch covered the whole load"
         assert f[f"{mode}_probe_worst_ms"] >= f[f"{mode}_probe_p99_ms"] > 0
@@ -82,6 +87,8 @@ def made_up_load() -> JavaRun:
             f"{mode}_peak_qbuf_bytes": 1024 * i,
             f"{mode}_peak_omem_bytes": 2048 * i,
             f"{mode}_peak_tot_mem_bytes": 8192 * (i + 1),
+            f"{mode}_idle_tot_mem_bytes": 8192,
+            f"{mode}_tot_mem_added_bytes": 8192 * i,
             f"{mode}_rss_growth_bytes": 1 << 20,
             f"{mode}_probe_p99_ms": 1.5,
             f"{mode}_probe_worst_ms": 4.25,
@@ -106,7 +113,8 @@ def test_the_load_table_and_summary_read_the_facts():
     assert s["bad_sync_threw"]["text"] == "threw nothing" and s["bad_get_message"]["text"] == "WRONGTYPE"
     assert s["mset_1000_keys_per_s"]["value"] == pytest.approx(1000 / 0.015)
     assert s["one_pipeline_omem"]["text"] == "4.0 KiB" and s["jedis_version"]["text"] == "8.0.2"
-    assert s["mset_1000_tot_mem"]["value"] == 16384
+    assert s["mset_1000_tot_mem"]["value"] == 16384 and s["mset_1000_tot_mem_added"]["value"] == 8192
+    assert s["idle_tot_mem"]["value"] == 8192 and "| 16.0 KiB |" in table
 
 
 def test_the_delete_table_and_summary_read_the_facts():

@@ -3,7 +3,7 @@ pattern, by each means a reader has, with what each costs the server and the oth
 
 A module per section: parameters (declared once; the notebook passes them to the Java examples),
 instruments (the Watch every job runs in), load (1), delete (2), cluster (the same per master),
-java (the ch09 Jedis examples), published. The harness only: the code each section teaches is the
+valkey (section 2's jobs on Valkey), java (the ch09 Jedis examples), published. The harness only: the code each section teaches is the
 notebook's cells tagged code:… (taught.py), passed in by the notebook.
 """
 
@@ -39,6 +39,7 @@ from .load import (
     load_summary,
     load_table,
     measure_bad_commands,
+    measure_lf_file,
     measure_load,
     parse_cli_summary,
     value,
@@ -55,3 +56,11 @@ from .parameters import (
     VALUE_BYTES,
 )
 from .published import CLAIMS, PUBLISHED
+from .valkey import (
+    N_VALKEY_DOOMED,
+    N_VALKEY_KEPT,
+    measure_valkey_delete,
+    valkey_params,
+    valkey_summary,
+    valkey_table,
+)

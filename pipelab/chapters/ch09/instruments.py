@@ -20,7 +20,8 @@ from ...server import Endpoint
 
 SAMPLER_NAME = "pipelab-ch09-watch"
 PROBE_NAME = "pipelab-ch09-probe"
-_OWN = (SAMPLER_NAME, PROBE_NAME)
+IDLE_NAME = "pipelab-ch09-idle"  # a client that connects as each watch begins and then sends nothing
+_OWN = (SAMPLER_NAME, PROBE_NAME, IDLE_NAME)
 _MAX_TIMELINE = 400  # points kept for a plot; the peaks are taken over every sample
 _READY_S = 30.0  # a spawned child imports redis-py and connects well within this
 
@@ -39,15 +40,22 @@ def _thin(points: list, keep: int) -> list:
     return [points[int(i * step)] for i in range(keep - 1)] + [points[-1]]
 
 
-def _sample(r: redis.Redis, interval_s: float, ready, stop) -> dict:
-    """CLIENT LIST and INFO memory until `stop`: the peaks over the other clients, memory over time."""
-    peaks = {"qbuf": 0, "omem": 0, "tot_mem": 0}
+def _sample(r: redis.Redis, interval_s: float, ready, stop, endpoint: Endpoint) -> dict:
+    """CLIENT LIST and INFO memory until `stop`: the peaks over the other clients, memory over time,
+    and the tot-mem of a client at rest: one connected for this watch, as a job's client is, which
+    sends nothing more (tot-mem counts the client's structure and reply buffer too, not only what a
+    job puts in it)."""
+    idle = endpoint.client()
+    idle.client_setname(IDLE_NAME)
+    peaks = {"qbuf": 0, "omem": 0, "tot_mem": 0, "idle_tot_mem": 0}
     timeline = []  # (monotonic s, used_memory, used_memory_rss, lazyfree_pending_objects, lazyfreed_objects)
     first = {**r.info("memory"), **r.info("stats")}
     ready.set()
     while True:
         for entry in r.client_list():
-            if entry.get("name") not in _OWN:
+            if entry.get("name") == IDLE_NAME:
+                peaks["idle_tot_mem"] = max(peaks["idle_tot_mem"], int(entry.get("tot-mem", 0)))
+            elif entry.get("name") not in _OWN:
                 peaks["qbuf"] = max(peaks["qbuf"], int(entry.get("qbuf", 0)))
                 peaks["omem"] = max(peaks["omem"], int(entry.get("omem", 0)))
                 peaks["tot_mem"] = max(peaks["tot_mem"], int(entry.get("tot-mem", 0)))
@@ -63,6 +71,7 @@ def _sample(r: redis.Redis, interval_s: float, ready, stop) -> dict:
             )
         )
         if stop.wait(interval_s):
+            idle.close()
             return {"peaks": peaks, "timeline": timeline, "first": first}
 
 
@@ -87,7 +96,7 @@ def _serve(role: str, endpoint: Endpoint, conn, ready, stop) -> None:
         r = endpoint.client()
         r.client_setname(name)
         while (interval_s := conn.recv()) is not None:
-            conn.send(work(r, interval_s, ready, stop))
+            conn.send(work(r, interval_s, ready, stop, *([endpoint] if role == "sample" else [])))
         r.close()
     except (EOFError, KeyboardInterrupt):  # the lab's process ended, or Ctrl-C reached the group
         return
@@ -178,6 +187,9 @@ def summarize(sampled: dict, pings: list[tuple[float, float]], t0: float, t1: fl
         "peak_qbuf_bytes": sampled["peaks"]["qbuf"],
         "peak_omem_bytes": sampled["peaks"]["omem"],
         "peak_tot_mem_bytes": sampled["peaks"]["tot_mem"],
+        # What the busiest client held above a client at rest (its structure and empty reply buffer).
+        "idle_tot_mem_bytes": sampled["peaks"].get("idle_tot_mem", 0),
+        "tot_mem_added_bytes": sampled["peaks"]["tot_mem"] - sampled["peaks"].get("idle_tot_mem", 0),
         "rss_before_bytes": rss0,
         "rss_growth_bytes": max(p[2] for p in during) - rss0,
         "used_memory_before_bytes": used0,

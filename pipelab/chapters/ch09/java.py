@@ -23,6 +23,8 @@ WATCHED = (
     "peak_qbuf_bytes",
     "peak_omem_bytes",
     "peak_tot_mem_bytes",
+    "idle_tot_mem_bytes",
+    "tot_mem_added_bytes",
     "rss_growth_bytes",
     "probe_p99_ms",
     "probe_worst_ms",
@@ -83,6 +85,7 @@ def java_load_table(run) -> str:
                 label,
                 f"{m.ops_per_s:,.0f} ({m.ops / m.max:,.0f}–{m.ops / m.min:,.0f})",
                 quantity(f[f"{mode}_peak_tot_mem_bytes"], "bytes")["text"],
+                _added(f, mode),
                 quantity(f[f"{mode}_peak_qbuf_bytes"], "bytes")["text"],
                 quantity(f[f"{mode}_peak_omem_bytes"], "bytes")["text"],
                 quantity(f[f"{mode}_rss_growth_bytes"], "bytes")["text"],
@@ -94,6 +97,7 @@ def java_load_table(run) -> str:
             "Jedis load",
             "Keys/s (min–max)",
             "Peak client memory (tot-mem)",
+            "Above a client at rest",
             "Peak query buffer",
             "Peak output buffer",
             "RSS growth",
@@ -101,6 +105,12 @@ def java_load_table(run) -> str:
         ],
         rows,
     )
+
+
+def _added(f: dict, mode: str) -> str:
+    """The peak tot-mem less a client's at rest (the Watch's idle client)."""
+    added = f[f"{mode}_tot_mem_added_bytes"]
+    return ("−" if added < 0 else "") + quantity(abs(added), "bytes")["text"]
 
 
 def java_load_summary(run) -> dict:
@@ -123,10 +133,13 @@ def java_load_summary(run) -> dict:
         "bad_return_all_replies": quantity(f["bad_return_all_replies"], "count"),
         "jedis_version": quantity(0, "count", run.clients.get("jedis", "unknown")),
     }
+    # A client at rest, the largest any watch saw: what a client costs before it sends anything.
+    out["idle_tot_mem"] = quantity(max(f[f"{mode}_idle_tot_mem_bytes"] for mode in ms), "bytes")
     for mode, m in ms.items():
         out[f"{mode}_keys_per_s"] = rate_figure(m)
         out[f"{mode}_ms"] = median_figure(m, "ms")
         out[f"{mode}_tot_mem"] = quantity(f[f"{mode}_peak_tot_mem_bytes"], "bytes")
+        out[f"{mode}_tot_mem_added"] = quantity(f[f"{mode}_tot_mem_added_bytes"], "bytes")
         out[f"{mode}_qbuf"] = quantity(f[f"{mode}_peak_qbuf_bytes"], "bytes")
         out[f"{mode}_omem"] = quantity(f[f"{mode}_peak_omem_bytes"], "bytes")
         out[f"{mode}_rss"] = quantity(f[f"{mode}_rss_growth_bytes"], "bytes")

@@ -179,6 +179,33 @@ def measure_bad_commands(
     return out
 
 
+# --- a file with LF line ends -----------------------------------------------------------------
+
+LF_COMMANDS = 3  # SETs in the file: a few, far below the 64 KB an unfinished count line may fill
+
+
+def measure_lf_file(endpoint: Endpoint, resp_file, load_cli, n: int = LF_COMMANDS) -> dict:
+    """redis-cli --pipe on the RESP of n SETs with every CRLF turned into LF (a file written with
+    print or echo, or passed through dos2unix): what it prints, its exit code and the keys stored."""
+    if not cli_available():
+        return {}
+    path = _file(resp_file, n, 16, "load-lf.resp")
+    path.write_bytes(path.read_bytes().replace(b"\r\n", b"\n"))
+    with endpoint.client() as r:
+        delete_lab_keys(r, LOAD + "*")
+        done = load_cli(endpoint, path)
+        stored = count_keys(r, LOAD + "*")
+        delete_lab_keys(r, LOAD + "*")
+    return {
+        "commands": n,
+        "exit_code": done.returncode,
+        "summary": parse_cli_summary(done.stdout),
+        "stdout": [s for s in done.stdout.splitlines() if s.strip()],
+        "stderr": [s for s in done.stderr.splitlines() if s.strip()],
+        "stored": stored,
+    }
+
+
 # --- tables and summary ---------------------------------------------------------------------
 
 
@@ -236,7 +263,7 @@ def _tag(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", label.lower().replace("redis-cli --pipe", "cli")).strip("_")
 
 
-def load_summary(run: LoadRun, bad: dict) -> dict:
+def load_summary(run: LoadRun, bad: dict, lf: dict | None = None) -> dict:
     out = {"n": quantity(run.n, "count"), "value_bytes": quantity(run.value_bytes, "bytes")}
     for label, m in run.measurements.items():
         tag = _tag(label)
@@ -256,7 +283,22 @@ def load_summary(run: LoadRun, bad: dict) -> dict:
     if CLI in run.measurements:
         out["cli_vs_batch_time"] = ratio_figure(run.measurements[batched[-1]], run.measurements[CLI])
     out.update(bad_summary(bad))
+    out.update(lf_summary(lf or {}))
     return out
+
+
+def lf_summary(lf: dict) -> dict:
+    """The LF-only file's outcome: its output as text, and whether the summary line came at all."""
+    if not lf:
+        return {}
+    return {
+        "lf_commands": quantity(lf["commands"], "count"),
+        "lf_exit_code": quantity(lf["exit_code"], "count"),
+        "lf_stored": quantity(lf["stored"], "count"),
+        "lf_summary_lines": quantity(0 if lf["summary"] is None else 1, "count"),
+        "lf_stdout": quantity(0, "count", " / ".join(lf["stdout"]) or "nothing"),
+        "lf_stderr": quantity(0, "count", " / ".join(lf["stderr"]) or "nothing"),
+    }
 
 
 def bad_summary(bad: dict) -> dict:
