@@ -103,6 +103,35 @@ def test_go_redis_splits_a_cluster_pipeline_where_ioredis_refuses_one_across_mas
     )
 
 
+def test_ioredis_auto_pipelined_small_get_waits_for_the_big_get_of_its_batch(ch10):
+    measured("Node.js")
+    s = summary("ch10/hol")
+    # on: settled with the big GET (structurally ~1.00x); off: when its own reply came, well before
+    assert s["ioredis_batch_wait_auto_small_vs_big"]["value"] > 0.9, s["ioredis_batch_wait_auto_small_vs_big"]
+    assert s["ioredis_batch_wait_off_small_vs_big"]["value"] < 0.6, s["ioredis_batch_wait_off_small_vs_big"]
+    assert s["ioredis_batch_wait_auto_small"]["value"] >= 0.5 * s["ioredis_batch_wait_auto_big"]["value"]
+
+
+def test_the_cluster_facts_say_which_side_refused_a_command_across_slots(ch10):
+    measured("Node.js")
+    measured("Go")
+    s = summary("ch10/cluster")
+    value = lambda key: s[key]["value"]  # noqa: E731
+    # the MGET went out: the masters answered CROSSSLOT to each client
+    assert value("go_redis_crossslot_mget_server_errors") >= 1
+    assert value("ioredis_mget_cross_slot_server_errors") >= 1
+    # ioredis refused it in a pipeline and auto-pipelined: no MGET reached a master, no CROSSSLOT counted
+    for how in ("pipeline", "auto"):
+        assert value(f"ioredis_mget_cross_slot_{how}_mgets_received") == 0, how
+        assert value(f"ioredis_mget_cross_slot_{how}_server_errors") == 0, how
+        assert "slot" in s[f"ioredis_mget_cross_slot_{how}_error"]["text"], how
+    assert value("ioredis_pipeline_error_sadds_received") == 0
+    # go-redis refused the cross-slot TxPipelined itself, with the server's words
+    assert "CROSSSLOT" in s["go_redis_crossslot_tx_error"]["text"]
+    for fact in ("multis", "execs", "commands", "server_errors"):
+        assert value(f"go_redis_crossslot_tx_{fact}") == 0, fact
+
+
 # --------------------------------------------------------------------- without Node or Go
 
 

@@ -139,6 +139,18 @@ def test_made_up_runs_fit_the_chapters_shaping():
     assert ch10_node.glide_note([rtt0]) is None
 
 
+def test_the_batch_wait_summary_gives_each_ways_median_turn_and_the_small_gets_share():
+    facts = {"batchwait_trials": 3, "batchwait_ioredis_auto_small_us": [990, 1_990, 2_990]}
+    facts |= {"batchwait_ioredis_auto_big_us": [1_000, 2_000, 3_000], "batchwait_ioredis_off_small_us": [100, 90, 80]}
+    facts |= {"batchwait_ioredis_off_big_us": [1_000, 1_000, 1_000]}
+    s = ch10_node.batch_wait_summary([None, JavaRun("node auto.mjs", {"facts": facts})])
+    assert s["ioredis_batch_wait_auto_small"]["value"] == 1_990 and s["ioredis_batch_wait_off_small"]["value"] == 90
+    assert s["ioredis_batch_wait_auto_small_vs_big"]["value"] == pytest.approx(1_990 / 2_000)
+    assert s["ioredis_batch_wait_off_small_vs_big"]["value"] == pytest.approx(0.09)
+    assert s["ioredis_batch_wait_trials"]["value"] == 3
+    assert ch10_node.batch_wait_summary(None) == {} and ch10_node.batch_wait_summary([JavaRun("x", {})]) == {}
+
+
 # --- the real examples, where Node is installed (npm ci of the lock into build/tools the first time) -----
 
 
@@ -170,3 +182,20 @@ def test_auto_pipelining_puts_many_commands_in_a_read_under_concurrency(lab, rea
     assert fields["ioredis_auto_c1"]["cmds_per_read"] == pytest.approx(1, abs=0.2)
     assert fields["noderedis_c32"]["cmds_per_read"] > 2
     assert fields["ioredis_auto_c32"]["p99_us"] >= fields["ioredis_auto_c32"]["p50_us"] > 0
+
+
+def test_an_auto_pipelined_small_get_settles_only_with_the_big_get_of_its_batch(lab, real_node):
+    # No curve (one caller, 20 ms), short head-of-line turns, then the batch wait on a 2 MB value.
+    run = node.run_example("auto.mjs", lab.endpoint, 20, 1, 1, "1", 0, 16, 2_000_000, 50, 2)
+    f = run.facts
+    trials = f["batchwait_trials"]
+    got = {(way, get): f[f"batchwait_ioredis_{way}_{get}_us"] for way in ("off", "auto") for get in ("small", "big")}
+    assert all(len(v) == trials for v in got.values()), got
+    med = {k: sorted(v)[len(v) // 2] for k, v in got.items()}
+    # on: the small GET's promise waits for the pipeline's last reply, the big one
+    assert med["auto", "small"] >= 0.5 * med["auto", "big"], med
+    # off: it settles when its own reply, sent first, arrives: far sooner than the big one
+    assert med["off", "small"] < 0.6 * med["off", "big"], med
+    s = ch10_node.batch_wait_summary([run])
+    assert s["ioredis_batch_wait_auto_small_vs_big"]["value"] > 0.9
+    assert s["ioredis_batch_wait_off_small_vs_big"]["value"] < 0.6

@@ -4,7 +4,8 @@
 //   ioredis_off   ioredis as it comes (enableAutoPipelining false): every command is its own write;
 //   ioredis_auto  enableAutoPipelining true: commands queue per node and go out as one pipeline
 //                 from setImmediate, one such pipeline in flight at a time;
-//   noderedis     node-redis as it comes: its queue is written from setImmediate, whatever it holds;
+//   noderedis     node-redis as it comes: setImmediate writes its queue, corked, until the socket
+//                 needs to drain (writableNeedDrain); the rest goes on 'drain';
 //   glide         Valkey GLIDE for Node: one multiplexed connection driven by its Rust core.
 // Each point first runs for `pointMs` to warm up and find the client's rate; then every recorded
 // sample does that many GETs (split evenly over the callers), so a sample lasts about `pointMs`.
@@ -17,6 +18,9 @@
 // node-redis). Facts hol_<client>_<case>_{p50,p99,max}_us, _gets, _bigs: client "ioredis" (with
 // auto-pipelining) or "noderedis", case alone, shared or separate. The cases take turns, HOL_ROUNDS
 // of holdMs / HOL_ROUNDS each, and hol_<client>_<case>_p99_us_rounds holds each turn's p99.
+// Then the batch wait: a GET of the small key and, in the same tick, one of the big value, on ioredis
+// with auto-pipelining off and on, BATCH_TRIALS turns each: facts batchwait_ioredis_<off|auto>_<small|big>_us
+// (each turn's latency of that GET's promise) and batchwait_trials.
 //
 // Modes are "<client>_c<callers>", e.g. ioredis_auto_c16; read their fields: client ("ioredis",
 // "node-redis", "GLIDE (Node)"), mode ("off", "auto", "default"), callers, rtt_ms (as passed: the harness
@@ -224,6 +228,42 @@ async function holCases(report, c, clients, p) {
   }
 }
 
+// --8<-- [start:batchwait]
+// A GET of the small key, then in the same tick a GET of the big value: when each one's promise settles.
+// The small reply comes back first; with auto-pipelining both are one pipeline, whose exec settles
+// every command's promise only once it holds every reply.
+async function smallBesideBig(client) {
+  const t0 = performance.now();
+  let smallUs = 0;
+  const small = client.get(SMALL).then(() => (smallUs = (performance.now() - t0) * 1e3));
+  await client.getBuffer(BIG);
+  const bigUs = (performance.now() - t0) * 1e3;
+  await small;
+  return { smallUs, bigUs };
+}
+// --8<-- [end:batchwait]
+
+const BATCH_TRIALS = 21;
+
+async function batchWait(report, clients) {
+  const ways = { off: clients.ioredis_off, auto: clients.ioredis_auto };
+  const got = {};
+  for (let trial = -1; trial < BATCH_TRIALS; trial++) {
+    for (const [way, client] of Object.entries(ways)) {
+      const one = await smallBesideBig(client);
+      if (trial < 0) continue; // a first turn of each, thrown away
+      got[way] ??= { small: [], big: [] };
+      got[way].small.push(Math.round(one.smallUs));
+      got[way].big.push(Math.round(one.bigUs));
+    }
+  }
+  report.fact("batchwait_trials", BATCH_TRIALS);
+  for (const [way, { small, big }] of Object.entries(got)) {
+    report.fact(`batchwait_ioredis_${way}_small_us`, small);
+    report.fact(`batchwait_ioredis_${way}_big_us`, big);
+  }
+}
+
 lab.main(async () => {
   const s = lab.usual(EXAMPLE, process.argv.slice(2), { size: 300, repeat: 2 });
   const [callersText, rttText, valueText, bigText, holdText, readersText] = s.extra;
@@ -256,7 +296,10 @@ lab.main(async () => {
     report.header(`GETs by ${p.callers} callers on one client, ${p.pointMs} ms a point, RTT ${p.rttMs} ms`);
     if (glide.note) report.fact("glide_note", glide.note);
     await curve(s, report, control, clients, p);
-    if (p.bigBytes > 0) await holCases(report, c, clients, p);
+    if (p.bigBytes > 0) {
+      await holCases(report, c, clients, p);
+      await batchWait(report, clients);
+    }
   } finally {
     await lab.deletePattern(control, lab.key("ch10", "auto", "*")).catch(() => {});
     for (const [way, client] of Object.entries(clients)) {

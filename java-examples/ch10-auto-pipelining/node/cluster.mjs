@@ -7,9 +7,12 @@
 //   auto          a second Cluster with enableAutoPipelining, N single SADDs and Promise.all:
 //                 ioredis keeps one auto-pipeline per node and splits by itself.
 // Around each sample every master's INFO gives the SADDs it ran and the reads it did.
-// Facts: what one pipeline of all N keys does (pipeline_error, and the SADDs the masters ran
-// for it), what a cross-slot MGET does sent alone, in a pipeline and auto-pipelined, and that an
-// MGET of keys sharing a hash tag works.
+// Facts: what one pipeline of all N keys does (pipeline_error; pipeline_error_sadds_run and
+// _sadds_received, the SADDs the masters ran, and ran or rejected, for it), what a cross-slot MGET does
+// sent alone, in a pipeline and auto-pipelined (mget_cross_slot[_pipeline|_auto]_error, and which side
+// refused it: _server_errors, the CROSSSLOT replies the masters counted, and _mgets_received, the MGETs
+// they ran or rejected: 0 when ioredis refused it before sending), and that an MGET of keys sharing a
+// hash tag works.
 //
 // Modes: one_by_one, node_pipelines, auto; fields client "ioredis", mode, workload "sadd",
 // masters, masters_used (masters that ran any of the sample's SADDs), reads and commands
@@ -50,6 +53,16 @@ function keysOnTwoMasters(cluster) {
     if (cluster.slots[calculateSlot(other)][0] !== owner) return [first, other];
   }
 }
+
+// --8<-- [start:refused]
+// Which side refused an attempt: the masters' CROSSSLOT replies, and how many of its `command`s they received.
+async function refusal(masters, command, attempt) {
+  const before = await Promise.all(masters.map((m) => lab.received(m)));
+  const error = await failure(attempt());
+  const after = await Promise.all(masters.map((m) => lab.received(m)));
+  return { error, ...lab.receivedBetween(before, after, command, "CROSSSLOT") };
+}
+// --8<-- [end:refused]
 
 async function failure(promise) {
   try {
@@ -93,16 +106,26 @@ lab.main(async () => {
     const before = await Promise.all(masters.map((m) => lab.counters(m)));
     const all = cluster.pipeline();
     for (const k of keys) all.sadd(k, "m");
-    report.fact("pipeline_error", await failure(all.exec()));
+    const whole = await refusal(masters, "SADD", () => all.exec());
+    report.fact("pipeline_error", whole.error);
     const after = await Promise.all(masters.map((m) => lab.counters(m)));
     const ran = before.map((b, i) => lab.between(b, after[i]).calls.SADD || 0).reduce((a, b) => a + b, 0);
     report.fact("pipeline_error_sadds_run", ran);
+    report.fact("pipeline_error_sadds_received", whole.commands);
 
     // A cross-slot MGET: alone (sent to the first key's master), in a pipeline, auto-pipelined.
     const [a, b] = keysOnTwoMasters(cluster);
-    report.fact("mget_cross_slot_error", await failure(cluster.mget(a, b)));
-    report.fact("mget_cross_slot_pipeline_error", await failure(cluster.pipeline().mget(a, b).exec()));
-    report.fact("mget_cross_slot_auto_error", await failure(auto.mget(a, b)));
+    const attempts = {
+      mget_cross_slot: () => cluster.mget(a, b),
+      mget_cross_slot_pipeline: () => cluster.pipeline().mget(a, b).exec(),
+      mget_cross_slot_auto: () => auto.mget(a, b),
+    };
+    for (const [name, attempt] of Object.entries(attempts)) {
+      const r = await refusal(masters, "MGET", attempt);
+      report.fact(`${name}_error`, r.error);
+      report.fact(`${name}_server_errors`, r.errors);
+      report.fact(`${name}_mgets_received`, r.commands);
+    }
     const tagged = [lab.key("ch10", "cluster", "{user1}", "a"), lab.key("ch10", "cluster", "{user1}", "b")];
     report.fact("mget_hash_tag_replies", (await cluster.mget(...tagged)).length);
 

@@ -2,8 +2,9 @@
 // N distinct keys, one member each) in every way node-redis and ioredis offer, timed in interleaved
 // rounds (A B C ... A B C ...) after a warm-up round:
 //   node-redis  one_by_one        await each command before sending the next (the baseline);
-//               promise_all       N single commands, then Promise.all: node-redis writes what one
-//                                 tick queued in one go (its queue is flushed from setImmediate);
+//               promise_all       N single commands, then Promise.all: node-redis writes its queue
+//                                 from setImmediate, corked, until the socket needs to drain (the
+//                                 rest on 'drain');
 //               multi_exec        multi().exec(): MULTI, the N commands, EXEC (a transaction);
 //               exec_as_pipeline  multi().execAsPipeline(): the same commands, no MULTI/EXEC;
 //   ioredis     one_by_one        await each;

@@ -207,6 +207,37 @@ export function between(before, after) {
   return { reads: after.reads - before.reads - 2, commands: after.commands - before.commands - 2, calls };
 }
 
+/**
+ * What a server received and refused, for a client's attempt between two calls: per command, the calls
+ * it ran plus the ones it rejected (INFO commandstats' calls and rejected_calls), and its error replies
+ * per code (INFO errorstats: CROSSSLOT, MOVED, ...).
+ */
+export async function received(control) {
+  const fields = infoFields(await control.call("INFO", "commandstats", "errorstats"));
+  const commands = {};
+  const errors = {};
+  for (const [name, value] of Object.entries(fields)) {
+    const count = (field) => Number(new RegExp(`(?:^|,)${field}=(\\d+)`).exec(value)?.[1] || 0);
+    if (name.startsWith("cmdstat_")) commands[name.slice(8).toUpperCase()] = count("calls") + count("rejected_calls");
+    if (name.startsWith("errorstat_")) errors[name.slice(10)] = count("count");
+  }
+  return { commands, errors };
+}
+
+/**
+ * Summed over servers, between received() before and after: how many `command`s they received (ran or
+ * rejected; a client's own setup on a new connection aside) and how many error replies of `code` they gave.
+ */
+export function receivedBetween(before, after, command, code) {
+  let commands = 0;
+  let errors = 0;
+  after.forEach((a, i) => {
+    commands += (a.commands[command] || 0) - (before[i].commands[command] || 0);
+    errors += (a.errors[code] || 0) - (before[i].errors[code] || 0);
+  });
+  return { commands, errors };
+}
+
 function cpuSeconds() {
   const used = process.cpuUsage();
   return (used.user + used.system) / 1e6;

@@ -30,7 +30,14 @@ from .explicit import (
     measure_redispy_explicit,
 )
 from .go import go_facts_summary, measure_go_auto, measure_go_cluster, measure_go_explicit
-from .node import glide_note, measure_node_auto, measure_node_cluster, measure_node_explicit, node_clients
+from .node import (
+    batch_wait_summary,
+    glide_note,
+    measure_node_auto,
+    measure_node_cluster,
+    measure_node_explicit,
+    node_clients,
+)
 from .parameters import (
     BIG_BYTES,
     CALLERS,

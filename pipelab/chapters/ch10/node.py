@@ -1,14 +1,18 @@
 """Chapter 10's Node.js examples (java-examples/ch10-auto-pipelining/node), run by pipelab.node: explicit
 pipelines (node-redis, ioredis), the auto-pipelining curve (ioredis with auto-pipelining off and on,
-node-redis, GLIDE for Node) with the head-of-line cases, and ioredis's cluster pipeline. Each measure
+node-redis, GLIDE for Node) with the head-of-line cases and ioredis's batch wait, and ioredis's cluster
+pipeline. Each measure
 function returns the example's run (the curve: one run per RTT), or None where Node is missing
 (toolchains.toolchain_note says so)."""
 
 from __future__ import annotations
 
-from ... import node
+import statistics
+
+from ... import node, stats
 from ...host import Unavailable
 from ...jbang import JavaRun
+from ...results import quantity
 from .parameters import (
     BIG_BYTES,
     CALLERS,
@@ -105,3 +109,27 @@ def glide_note(runs) -> str | None:
         if one is not None and one.facts.get("glide_note"):
             return one.facts["glide_note"]
     return None
+
+
+def batch_wait_summary(runs) -> dict:
+    """ioredis's batch wait (auto.mjs, with the head-of-line cases): a small GET issued in the same tick
+    as a GET of the big value, auto-pipelining off and on. Per way: `ioredis_batch_wait_<way>_small` and
+    `_big` (µs, the median turn, with its interval), and `_small_vs_big`, the small GET's latency ÷ the
+    big one's in the same turn (median, with its interval). Empty where Node or the facts are missing."""
+    out = {}
+    for one in runs or []:
+        f = one.facts if one is not None else {}
+        for way in ("off", "auto"):
+            small, big = f.get(f"batchwait_ioredis_{way}_small_us"), f.get(f"batchwait_ioredis_{way}_big_us")
+            if not small or not big:
+                continue
+            key = f"ioredis_batch_wait_{way}"
+            for name, values in (("small", small), ("big", big)):
+                med = statistics.median(values)
+                out[f"{key}_{name}"] = quantity(med, "us", f"{med:,.0f} µs", interval=stats.median_interval(values))
+            shares = [s / b for s, b in zip(small, big, strict=True) if b > 0]
+            out[f"{key}_small_vs_big"] = quantity(
+                statistics.median(shares), "x", interval=stats.median_interval(shares)
+            )
+            out["ioredis_batch_wait_trials"] = quantity(f.get("batchwait_trials", len(small)), "count")
+    return out

@@ -11,8 +11,9 @@
 // crossslot_mget_error (the error's text, "" if none), crossslot_mget_values (values returned),
 // crossslot_mget_nodes (masters the keys live on), crossslot_mget_server_errors (CROSSSLOT replies the
 // masters counted: the refusal is the server's), and the same keys' SETs in one TxPipelined:
-// crossslot_tx_error, crossslot_tx_execs (EXECs the masters ran), crossslot_tx_commands (commands
-// the masters ran for it).
+// crossslot_tx_error, crossslot_tx_multis and crossslot_tx_execs (MULTIs and EXECs the masters ran),
+// crossslot_tx_commands (commands the masters ran for it), crossslot_tx_server_errors (error replies
+// of any code they counted): all 0 when go-redis refuses the transaction before sending it.
 //
 //	go run ./cluster [host] [port] [size] [repeat] [warmup]
 //	e.g. (in java-examples/ch10-auto-pipelining/go)  go run ./cluster 127.0.0.1 7000 10000 3 1
@@ -224,13 +225,18 @@ func crossSlot(ctx context.Context, r *lab.Report, cc *redis.ClusterClient, seed
 		return nil
 	})
 	r.Fact("crossslot_tx_error", errText(err))
-	var execs, sent int64
+	var multis, execs, sent, errs int64
 	for i, after := range snapshot(ctx, ms) {
 		d := after.Since(before[i])
-		execs, sent = execs+d.Calls["EXEC"], sent+d.Commands
+		multis, execs, sent = multis+d.Calls["MULTI"], execs+d.Calls["EXEC"], sent+d.Commands
+		for _, n := range d.Errors {
+			errs += n
+		}
 	}
+	r.Fact("crossslot_tx_multis", multis)
 	r.Fact("crossslot_tx_execs", execs)
 	r.Fact("crossslot_tx_commands", sent) // 0: go-redis refused the transaction before sending it
+	r.Fact("crossslot_tx_server_errors", errs)
 }
 
 // --8<-- [end:crossslot]
