@@ -132,6 +132,41 @@ def test_the_cluster_facts_say_which_side_refused_a_command_across_slots(ch10):
         assert value(f"go_redis_crossslot_tx_{fact}") == 0, fact
 
 
+def _go_point(doc: dict, client: str, mode: str, callers: int):
+    (m,) = [m for m in doc["measurements"] if m.params.get("client") == client and m.params.get("mode") == mode
+            and m.params.get("callers") == callers and m.params.get("rtt_ms") == 0]  # fmt: skip
+    return m.params
+
+
+def test_go_side_modes_spread_over_connections_and_flush_delay_batches_more(ch10):
+    measured("Go")
+    doc = saved("ch10/auto")
+    for client in ("rueidis", "valkey-go"):
+        default, procs = _go_point(doc, client, "auto", 256), _go_point(doc, client, "auto, GOMAXPROCS 4", 256)
+        # a standalone client's connections: 2^min(2, log2 GOMAXPROCS) at its creation, each command on one at random
+        assert procs["gomaxprocs"] == 4 and 1 < procs["connections"] <= 4, (client, procs["connections"])
+        expected = 2 ** min(2, default["gomaxprocs"].bit_length() - 1)
+        assert default["connections"] == expected, (client, default["gomaxprocs"], default["connections"])
+        assert procs["variant"] and not default["variant"]
+    s = summary("ch10/auto")
+    # 20 µs before each flush while callers overlap: 4.8 to 37 commands per read in quick runs, against 1.1 to 1.9
+    assert s["rueidis_maxflushdelay_r0_c256_cpr"]["value"] > 1.5 * s["rueidis_auto_r0_c256_cpr"]["value"]
+    assert s["rueidis_maxflushdelay_r0_c1_cpr"]["value"] < 1.1  # a lone caller never waits
+
+
+def test_rueidis_lone_caller_goes_through_the_writer_once_it_started_or_with_a_cancellable_context(ch10):
+    measured("Go")
+    s = summary("ch10/hol")
+    # context.Background() on a fresh connection: written and read on the caller's goroutine, nothing started
+    assert s["go_direct_background_before_goroutines"]["value"] == 0
+    # a context that can be cancelled (no deadline), and the first overlap: the writer and reader start,
+    # two goroutines per connection, every turn; they stay, so the later lone caller starts nothing new
+    turns = s["go_direct_turns"]["value"]
+    assert s["go_direct_cancel_goroutines"]["value"] >= 2 * turns
+    assert s["go_direct_overlap_goroutines"]["value"] >= 2 * turns
+    assert s["go_direct_background_after_goroutines"]["value"] <= turns  # 0 but for a stray exit
+
+
 # --------------------------------------------------------------------- without Node or Go
 
 
@@ -236,9 +271,11 @@ def test_a_points_figures_carry_the_interval_of_their_samples():
 
 
 def test_the_curve_is_drawn_from_the_saved_document():
-    fig = auto.auto_plot({"measurements": made_up_curve()})
+    side = made_up_curve()[-1]
+    side.params |= {"client": "rueidis", "mode": "auto, GOMAXPROCS 4", "variant": True}
+    fig = auto.auto_plot({"measurements": [*made_up_curve(), side]})
     ops, p99 = fig.axes  # a column per RTT measured: one here
-    assert len(ops.lines) == len(p99.lines) == 2  # a line per client-mode
+    assert len(ops.lines) == len(p99.lines) == 2  # a line per client-mode; the side modes are not drawn
 
 
 def test_head_of_line_facts_are_read_in_each_examples_naming():

@@ -172,3 +172,22 @@ def test_the_facts_summary_shapes_made_up_facts():
     assert out["go_crossslot_mget_error"]["text"].startswith("CROSSSLOT")
     assert out["go_crossslot_tx_error"]["text"] == "none" and out["go_cluster_n"]["value"] == 100
     assert ch10_go.go_facts_summary(None) == {}
+
+
+def test_the_direct_path_phases_become_p50s_with_costs_paired_by_turn():
+    before, cancel, after = [100, 110, 90, 105, 95], [120, 132, 108, 126, 114], [150, 165, 135, 157, 142]
+    facts = {"direct_turns": 5, "direct_gets": 300, "direct_overlap_goroutines": 10, "gomaxprocs": 1}
+    for phase, rounds, grown in (
+        ("background_before", before, 0),
+        ("cancel", cancel, 10),
+        ("background_after", after, 0),
+    ):
+        facts |= {f"direct_{phase}_p50_us_rounds": rounds, f"direct_{phase}_p50_us": sorted(rounds)[2]}
+        facts |= {f"direct_{phase}_goroutines": grown}
+    out = ch10_go.go_facts_summary(JavaRun("go:auto", {"facts": facts}))
+    assert out["go_direct_background_before_p50"]["value"] == 100 and "interval" in out["go_direct_cancel_p50"]
+    cost = out["go_direct_cancel_cost"]
+    assert cost["value"] == pytest.approx(1.2) and 1.15 < cost["interval"][0] <= 1.2 <= cost["interval"][1] < 1.25
+    assert out["go_direct_background_after_cost"]["value"] == pytest.approx(1.5)
+    assert out["go_direct_cancel_goroutines"]["value"] == 10 and out["go_direct_overlap_goroutines"]["value"] == 10
+    assert out["go_gomaxprocs"]["value"] == 1 and "go_direct_background_before_cost" not in out

@@ -24,7 +24,7 @@ from ..ch07.common import LoopThread
 from ..ch07.glide import glide_client
 from ..ch07.mux import HOL_LIST, HOL_READERS
 from .common import LANGUAGES, PREFIX, as_runs, language, slug
-from .parameters import CALLERS, POINT_MS, REPEAT_AUTO, RTTS_MS, VALUE_BYTES
+from .parameters import CALLERS, GO_SIDE_PROCS, POINT_MS, REPEAT_AUTO, RTTS_MS, VALUE_BYTES
 
 KEY = PREFIX + "auto:small"  # the small key every caller GETs (the notebook's callers_get imports it)
 OPS_UNIT = 1_000  # a time-bounded sample is kept as the seconds 1,000 operations took
@@ -240,10 +240,16 @@ POINT_STATS = {
     "cpr": ("cmds_per_read", "num", "{:.2f}"),
     "cpu": ("cpu_us_per_op", "us", "{:,.1f} µs"),
 }
+# Figures the summary gives beside those, but not the table (the Go example's): the server's CPU per GET,
+# and the most connections the server listed for the client.
+SUMMARY_STATS = {
+    "srv_cpu": ("server_cpu_us_per_op", "us", "{:,.1f} µs"),
+    "conns": ("connections", "count", "{:,.0f}"),
+}
 
 
 def _rounds(m: Measurement, stat: str) -> list[float] | None:
-    field = POINT_STATS[stat][0]
+    field = (POINT_STATS | SUMMARY_STATS)[stat][0]
     if rounds := m.params.get(f"{field}_rounds"):
         return [float(v) for v in rounds]
     if stat == "cpu" and (cpu := m.params.get("client_cpu_s")):  # each sample's CPU for the point's operations
@@ -256,7 +262,7 @@ def point_stat(m: Measurement, stat: str) -> tuple[float | None, tuple[float, fl
     rounds = _rounds(m, stat)
     if rounds:
         return statistics.median(rounds), stats.median_interval(rounds)
-    value = m.params.get(POINT_STATS[stat][0])
+    value = m.params.get((POINT_STATS | SUMMARY_STATS)[stat][0])
     return (float(value) if value is not None else None), None
 
 
@@ -278,9 +284,10 @@ def _us(value) -> str:
 
 
 def point_figures(m: Measurement) -> dict:
-    """A point's figures: `ops` (its rate) and each of POINT_STATS it has, each with its interval."""
+    """A point's figures: `ops` (its rate) and each of POINT_STATS and SUMMARY_STATS it has, each with
+    its interval."""
     out = {"ops": rate_figure(m)}
-    for stat, (_, unit, shown) in POINT_STATS.items():
+    for stat, (_, unit, shown) in (POINT_STATS | SUMMARY_STATS).items():
         value, interval = point_stat(m, stat)
         if value is not None:
             out[stat] = quantity(value, unit, shown.format(value), interval)
@@ -317,6 +324,10 @@ PAIRS = (
     ("goredis", ("go-redis", "auto"), ("go-redis", "pool")),
     ("rueidis_vs_goredis", ("rueidis", "auto"), ("go-redis", "pool")),
     ("lettuce_vs_jedis", ("Lettuce", "shared connection"), ("Jedis", "pool of T connections")),
+    # Go's side modes against the same client's default, measured in the same rounds.
+    ("rueidis_procs", ("rueidis", f"auto, GOMAXPROCS {GO_SIDE_PROCS}"), ("rueidis", "auto")),
+    ("valkey_go_procs", ("valkey-go", f"auto, GOMAXPROCS {GO_SIDE_PROCS}"), ("valkey-go", "auto")),
+    ("rueidis_flush", ("rueidis", "MaxFlushDelay"), ("rueidis", "auto")),
 )
 
 
@@ -365,7 +376,8 @@ def auto_summary(points: list[Measurement]) -> dict:
 
 @plots.draws("ch10/auto")
 def auto_plot(doc: dict) -> Figure:
-    points = [m for m in doc["measurements"] if "callers" in m.params]
+    # The Go example's side modes (GOMAXPROCS 4, MaxFlushDelay) are read in the prose, not drawn.
+    points = [m for m in doc["measurements"] if "callers" in m.params and not m.params.get("variant")]
     rtts = sorted({m.params["rtt_ms"] for m in points}) or [0]
     fig, axes = plt.subplots(2, len(rtts), figsize=(5.5 * len(rtts), 8), squeeze=False, sharex=True)
     curves = series(points)

@@ -27,3 +27,8 @@ NODE_READERS = 8  # callers doing small GETs in those cases
 GO_SAMPLE_MS = Size(full=100, quick=60)  # per sample of a curve point: Go compares six client modes at each
 GO_HOL_MS = Size(full=600, quick=200)  # rueidis's readers per head-of-line and big-DoMulti case
 GO_READERS = 8  # goroutines doing small GETs in those cases
+# Beside the defaults on the curve: rueidis and valkey-go created and run under GOMAXPROCS 4 (the lab pins
+# the example to one CPU, so Go's own GOMAXPROCS is 1), and rueidis with a MaxFlushDelay of 20 µs.
+GO_SIDE_PROCS = 4
+GO_FLUSH_US = 20
+GO_DIRECT_GETS = Size(full=1_000, quick=300)  # one caller's GETs per phase of rueidis's direct path, per turn

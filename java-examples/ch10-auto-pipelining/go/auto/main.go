@@ -8,7 +8,12 @@
 //	rueidis    pool     DisableAutoPipelining: a pooled connection per call, as go-redis's pool;
 //	go-redis   pool     the default: one pooled connection per concurrent caller (PoolSize = callers);
 //	go-redis   auto     Client.AutoPipeline(), go-redis's autopipeliner (experimental at this version);
-//	valkey-go  auto     the default of rueidis's fork.
+//	valkey-go  auto     the default of rueidis's fork;
+//
+// and beside them (fields "variant": true): rueidis and valkey-go created and run under GOMAXPROCS
+// `procs` (a standalone client pipelines over up to 2^min(2, log2 GOMAXPROCS) connections, chosen when
+// it is created; the process keeps the CPUs it was given, one under the harness), and rueidis with
+// MaxFlushDelay `flushUs` µs. Go's GOMAXPROCS is set around each of their samples and set back after.
 //
 // The modes of one caller count take turns round by round after `warmup` rounds (of half-length
 // samples). A sample is bounded by time; its seconds are rescaled to the mode's mean operations per sample (the `ops` it reports),
@@ -17,9 +22,10 @@
 //
 // Modes are <client>_<mode>_c<callers> (goredis_pool_c16); fields: client, mode, callers, rtt_ms
 // (as passed), p50_us and p99_us (per GET, over the samples), reads and commands (per sample),
-// cmds_per_read, connections, cpu_us_per_op (this process's CPU per GET), and each sample's own
-// p50, p99, CPU per GET and commands per read in p50_us_rounds, p99_us_rounds, cpu_us_per_op_rounds,
-// cmds_per_read_rounds.
+// cmds_per_read, connections, cpu_us_per_op (this process's CPU per GET), server_cpu_us_per_op (the
+// server's, INFO cpu), gomaxprocs, variant, and each sample's own p50, p99, CPU per GET, commands per
+// read and server CPU per GET in p50_us_rounds, p99_us_rounds, cpu_us_per_op_rounds,
+// cmds_per_read_rounds, server_cpu_us_per_op_rounds.
 //
 // With holMs > 0 two more parts, on rueidis, run after the curve (facts only):
 //
@@ -32,13 +38,18 @@
 //     (rueidis.DefaultBlockingPipeline): multi_<below|at>_<p50_us|p99_us|gets|batches|connections>,
 //     connections being the most CLIENT LIST showed for the client while the batches ran.
 //
-//     go run ./auto [host] [port] [sampleMs] [repeat] [warmup] [callers] [rttMs] [valueBytes] [holMs] [bigBytes] [readers]
-//     e.g. (in java-examples/ch10-auto-pipelining/go)  go run ./auto 127.0.0.1 6379 150 2 1 1,4,16,64,256 0 16 500 8000000 8
+// With directGets > 0, rueidis's direct path (directPath): one caller's GETs with context.Background()
+// and with context.WithCancel, before and after callers overlapped (direct_*).
+//
+//	go run ./auto [host] [port] [sampleMs] [repeat] [warmup] [callers] [rttMs] [valueBytes] [holMs] [bigBytes] [readers]
+//	              [procs] [flushUs] [directGets]
+//	e.g. (in java-examples/ch10-auto-pipelining/go)  go run ./auto 127.0.0.1 6379 150 2 1 1,4,16,64,256 0 16 500 8000000 8 4 20 1000
 package main
 
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,14 +64,16 @@ import (
 
 const example = "ch10-go-auto"
 
-// subject is one client in one mode: its GET, and the name its connections carry.
+// subject is one client in one mode: its GET, the name its connections carry, and the GOMAXPROCS its
+// samples run under (0: the process's own). `tag` names its modes in the result; `mode` is as printed.
 type subject struct {
-	client, mode, conn string
-	get                func(ctx context.Context, key string) error
-	close              func()
+	client, mode, tag, conn string
+	procs                   int
+	get                     func(ctx context.Context, key string) error
+	close                   func()
 }
 
-func (s subject) slug() string { return strings.ReplaceAll(s.client, "-", "") + "_" + s.mode }
+func (s subject) slug() string { return strings.ReplaceAll(s.client, "-", "") + "_" + s.tag }
 
 // --8<-- [start:clients]
 func rueidisClient(addr string, l lab.Login, name string, tune func(*rueidis.ClientOption)) rueidis.Client {
@@ -74,7 +87,15 @@ func rueidisClient(addr string, l lab.Login, name string, tune func(*rueidis.Cli
 	return c
 }
 
-func subjects(addr string, l lab.Login, maxCallers int) []subject {
+// side is what the curve adds beside each client's defaults: rueidis and valkey-go created and run
+// under GOMAXPROCS `procs` (a standalone client pipelines over 2^min(2, log2 GOMAXPROCS) connections,
+// fixed when it is created), and rueidis with a MaxFlushDelay of `flush`. Zero leaves either out.
+type side struct {
+	procs int
+	flush time.Duration
+}
+
+func subjects(addr string, l lab.Login, maxCallers int, extra side) []subject {
 	var out []subject
 	for _, m := range []struct {
 		mode string
@@ -84,39 +105,74 @@ func subjects(addr string, l lab.Login, maxCallers int) []subject {
 		{"always", func(o *rueidis.ClientOption) { o.AlwaysPipelining = true }},
 		{"pool", func(o *rueidis.ClientOption) { o.DisableAutoPipelining = true }},
 	} {
-		name := "pipelab-ch10-rueidis-" + m.mode
-		c := rueidisClient(addr, l, name, m.tune)
-		out = append(out, subject{"rueidis", m.mode, name,
-			func(ctx context.Context, key string) error { return c.Do(ctx, c.B().Get().Key(key).Build()).Error() },
-			c.Close})
+		out = append(out, rueidisSubject(addr, l, m.mode, m.mode, 0, m.tune))
 	}
 
 	pooled := l.GoRedis(addr)
 	pooled.PoolSize, pooled.ClientName = maxCallers, "pipelab-ch10-goredis-pool"
 	gp := redis.NewClient(pooled)
-	out = append(out, subject{"go-redis", "pool", pooled.ClientName,
+	out = append(out, subject{"go-redis", "pool", "pool", pooled.ClientName, 0,
 		func(ctx context.Context, key string) error { return gp.Get(ctx, key).Err() }, func() { gp.Close() }})
 
 	auto := l.GoRedis(addr)
 	auto.ClientName = "pipelab-ch10-goredis-auto"
 	ga := redis.NewClient(auto)
-	ap, err := ga.AutoPipeline()
+	ap, err := ga.AutoPipeline() // DefaultBlockingAutoPipelineOptions: batches of about 300, one in flight
 	if err != nil {
 		lab.Stop(1, "go-redis's AutoPipeline failed: %v.", err)
 	}
-	out = append(out, subject{"go-redis", "auto", auto.ClientName,
+	out = append(out, subject{"go-redis", "auto", "auto", auto.ClientName, 0,
 		func(ctx context.Context, key string) error { return ap.Get(ctx, key).Err() },
 		func() { ap.Close(); ga.Close() }})
 
-	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, Username: l.User,
-		Password: l.Password, SelectDB: l.DB, TLSConfig: l.TLS, ClientName: "pipelab-ch10-valkeygo-auto"})
+	out = append(out, valkeySubject(addr, l, "auto", "auto", 0))
+	if extra.procs > 0 {
+		mode := fmt.Sprintf("auto, GOMAXPROCS %d", extra.procs)
+		tag := fmt.Sprintf("auto_p%d", extra.procs)
+		out = append(out, rueidisSubject(addr, l, mode, tag, extra.procs, func(*rueidis.ClientOption) {}),
+			valkeySubject(addr, l, mode, tag, extra.procs))
+	}
+	if extra.flush > 0 {
+		// the delay is the fact max_flush_delay_us, so that the mode's name stays one word
+		out = append(out, rueidisSubject(addr, l, "MaxFlushDelay", "flush", 0,
+			func(o *rueidis.ClientOption) { o.MaxFlushDelay = extra.flush }))
+	}
+	return out
+}
+
+// underProcs runs fn with GOMAXPROCS set to procs (0: as it is), then sets it back.
+func underProcs(procs int, fn func()) {
+	if procs > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	}
+	fn()
+}
+
+func rueidisSubject(addr string, l lab.Login, mode, tag string, procs int, tune func(*rueidis.ClientOption)) subject {
+	name := "pipelab-ch10-rueidis-" + tag
+	var c rueidis.Client
+	underProcs(procs, func() { c = rueidisClient(addr, l, name, tune) })
+	return subject{"rueidis", mode, tag, name, procs,
+		func(ctx context.Context, key string) error { return c.Do(ctx, c.B().Get().Key(key).Build()).Error() },
+		c.Close}
+}
+
+func valkeySubject(addr string, l lab.Login, mode, tag string, procs int) subject {
+	name := "pipelab-ch10-valkeygo-" + tag
+	var (
+		vk  valkey.Client
+		err error
+	)
+	underProcs(procs, func() {
+		vk, err = valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, Username: l.User,
+			Password: l.Password, SelectDB: l.DB, TLSConfig: l.TLS, ClientName: name})
+	})
 	if err != nil {
 		lab.Stop(4, "valkey-go cannot reach Redis at %s: %v.", addr, err)
 	}
-	out = append(out, subject{"valkey-go", "auto", "pipelab-ch10-valkeygo-auto",
+	return subject{"valkey-go", mode, tag, name, procs,
 		func(ctx context.Context, key string) error { return vk.Do(ctx, vk.B().Get().Key(key).Build()).Error() },
-		vk.Close})
-	return out
+		vk.Close}
 }
 
 // --8<-- [end:clients]
@@ -158,13 +214,16 @@ func callers(ctx context.Context, n int, d time.Duration, key string, get func(c
 
 func main() {
 	a := lab.Parse(example, "go run ./auto [host] [port] [sampleMs] [repeat] [warmup] [callers] [rttMs] "+
-		"[valueBytes] [holMs] [bigBytes] [readers]", 150, 2)
+		"[valueBytes] [holMs] [bigBytes] [readers] [procs] [flushUs] [directGets]", 150, 2)
 	counts := lab.Ints(example, "callers", a.ExtraOr(0, "1,4,16,64,256"))
 	rtt := a.ExtraOr(1, "0")
 	valueBytes := lab.Int(example, "valueBytes", a.ExtraOr(2, "16"), 1)
 	holMs := lab.Int(example, "holMs", a.ExtraOr(3, "0"), 0)
 	bigBytes := lab.Int(example, "bigBytes", a.ExtraOr(4, "8000000"), 1)
 	readers := lab.Int(example, "readers", a.ExtraOr(5, "8"), 1)
+	extra := side{procs: lab.Int(example, "procs", a.ExtraOr(6, "4"), 0),
+		flush: time.Duration(lab.Int(example, "flushUs", a.ExtraOr(7, "20"), 0)) * time.Microsecond}
+	directGets := lab.Int(example, "directGets", a.ExtraOr(8, "0"), 0)
 	var rttMs float64
 	if _, err := fmt.Sscanf(rtt, "%g", &rttMs); err != nil {
 		lab.Stop(2, "%s: rttMs must be a number of milliseconds, not '%s'.", example, rtt)
@@ -184,8 +243,12 @@ func main() {
 	for _, c := range counts {
 		maxCallers = max(maxCallers, c)
 	}
-	subs := subjects(a.Addr(), login, maxCallers)
+	subs := subjects(a.Addr(), login, maxCallers, extra)
 	r := lab.NewReport(a)
+	// GOMAXPROCS as Go set it from the CPUs this process may run on (the harness pins it to one).
+	r.Fact("gomaxprocs", runtime.GOMAXPROCS(0))
+	r.Fact("side_gomaxprocs", extra.procs)
+	r.Fact("max_flush_delay_us", extra.flush.Microseconds())
 	r.Clients["go-redis"] = lab.Module("github.com/redis/go-redis/v9")
 	r.Clients["rueidis"] = lab.Module("github.com/redis/rueidis")
 	r.Clients["valkey-go"] = lab.Module("github.com/valkey-io/valkey-go")
@@ -201,7 +264,7 @@ func main() {
 			tally           lab.Tally
 			conns           int
 			// each sample's own figures, so that the harness can give each figure its interval
-			p50s, p99s, cpuPerOp, cpr []float64
+			p50s, p99s, cpuPerOp, cpr, srvCPU []float64
 		}
 		got := map[string]*acc{}
 		for round := 0; round < a.Warmup+a.Repeat; round++ {
@@ -211,14 +274,22 @@ func main() {
 					m = &acc{}
 					got[s.slug()] = m
 				}
-				before := lab.Snapshot(ctx, control)
-				c0 := lab.CPUSeconds()
 				d := sample
 				if round < a.Warmup {
 					d /= 2 // a warm-up sample, thrown away, opens connections and starts goroutines
 				}
-				lat, wall, err := callers(ctx, n, d, key, s.get)
-				cpu := lab.CPUSeconds() - c0
+				var (
+					before    lab.Counters
+					lat       [][]float64
+					wall, cpu float64
+					err       error
+				)
+				underProcs(s.procs, func() {
+					before = lab.Snapshot(ctx, control)
+					c0 := lab.CPUSeconds()
+					lat, wall, err = callers(ctx, n, d, key, s.get)
+					cpu = lab.CPUSeconds() - c0
+				})
 				if err != nil {
 					lab.Stop(1, "%s %s with %d callers failed: %v.", s.client, s.mode, n, err)
 				}
@@ -239,6 +310,7 @@ func main() {
 				m.p50s, m.p99s = append(m.p50s, lab.Percentile(round, 50)), append(m.p99s, lab.Percentile(round, 99))
 				m.cpuPerOp = append(m.cpuPerOp, cpu/float64(max(1, ops))*1e6)
 				m.cpr = append(m.cpr, float64(delta.Commands)/float64(max(1, delta.Reads)))
+				m.srvCPU = append(m.srvCPU, delta.CPU/float64(max(1, ops))*1e6)
 			}
 		}
 		var group []string
@@ -247,6 +319,10 @@ func main() {
 			total, cpuTotal := 0, 0.0
 			for i := range m.ops {
 				total, cpuTotal = total+m.ops[i], cpuTotal+m.cpu[i]
+			}
+			procs := s.procs
+			if procs == 0 {
+				procs = runtime.GOMAXPROCS(0)
 			}
 			ops := max(1, total/len(m.ops))
 			wall := make([]float64, len(m.wall))
@@ -261,7 +337,10 @@ func main() {
 				"reads": reads, "commands": commands, "cmds_per_read": float64(commands) / float64(max(1, reads)),
 				"connections": m.conns, "cpu_us_per_op": cpuTotal / float64(max(1, total)) * 1e6,
 				"p50_us_rounds": m.p50s, "p99_us_rounds": m.p99s, "cpu_us_per_op_rounds": m.cpuPerOp,
-				"cmds_per_read_rounds": m.cpr})
+				"cmds_per_read_rounds": m.cpr, "gomaxprocs": procs,
+				"variant":                     s.tag != s.mode, // a side mode, named apart from its client's defaults
+				"server_cpu_us_per_op":        m.tally.Sum.CPU / float64(max(1, total)) * 1e6,
+				"server_cpu_us_per_op_rounds": m.srvCPU})
 			group = append(group, mode)
 		}
 		r.Pair(group)
@@ -273,6 +352,9 @@ func main() {
 		d := time.Duration(holMs) * time.Millisecond
 		headOfLine(ctx, r, a.Addr(), login, control, key, big, bigBytes, readers, d)
 		bigMulti(ctx, r, a.Addr(), login, control, key, readers, d)
+	}
+	if directGets > 0 {
+		directPath(ctx, r, a.Addr(), login, key, directGets, readers)
 	}
 	r.Finish()
 }
@@ -406,3 +488,71 @@ func bigMulti(ctx context.Context, r *lab.Report, addr string, l lab.Login, cont
 }
 
 // --8<-- [end:bigmulti]
+
+// --8<-- [start:direct]
+// directTurns: fresh clients each turn, so that every turn's first phase starts on a connection whose
+// background writer has never run.
+const directTurns = 5
+
+// lone GETs k `n` times one after another on c with ctx; each GET's latency in microseconds.
+func lone(ctx context.Context, c rueidis.Client, k string, n int) []float64 {
+	lat := make([]float64, n)
+	for i := range lat {
+		t0 := time.Now()
+		if err := c.Do(ctx, c.B().Get().Key(k).Build()).Error(); err != nil {
+			lab.Stop(1, "The lone caller's GET failed: %v.", err)
+		}
+		lat[i] = float64(time.Since(t0).Nanoseconds()) / 1e3
+	}
+	return lat
+}
+
+// settled is the count of goroutines once those that just returned have gone.
+func settled() int {
+	time.Sleep(5 * time.Millisecond)
+	return runtime.NumGoroutine()
+}
+
+// directPath times one caller on a rueidis connection (PipelineMultiplex -1: one) in three phases:
+// with context.Background() on a fresh client ("background_before"), with a context.WithCancel
+// context on another fresh client ("cancel"), and on the first client again after `readers` callers
+// overlapped on it ("background_after"). Per phase: direct_<phase>_p50_us (the median turn's) and
+// _p50_us_rounds, direct_<phase>_goroutines (the goroutines the phase left running, summed over the
+// turns: rueidis's writer and reader start once per connection), and the overlap's direct_overlap_goroutines.
+func directPath(ctx context.Context, r *lab.Report, addr string, l lab.Login, key string, gets, readers int) {
+	phases := []string{"background_before", "cancel", "background_after"}
+	p50s := map[string][]float64{}
+	grown := map[string]int{}
+	for range directTurns {
+		plain := rueidisClient(addr, l, "pipelab-ch10-direct", oneWire)
+		cancellable := rueidisClient(addr, l, "pipelab-ch10-direct-cancel", oneWire)
+		cctx, cancel := context.WithCancel(ctx)
+		g := settled()
+		step := func(phase string, c rueidis.Client, ctx context.Context) {
+			p50s[phase] = append(p50s[phase], lab.Percentile(lab.Sorted(lone(ctx, c, key, gets)), 50))
+			now := settled()
+			grown[phase], g = grown[phase]+now-g, now
+		}
+		step("background_before", plain, ctx)
+		step("cancel", cancellable, cctx)
+		if _, _, err := callers(ctx, readers, 20*time.Millisecond, key, get(plain, key)); err != nil {
+			lab.Stop(1, "The overlapping GETs failed: %v.", err)
+		}
+		now := settled()
+		grown["overlap"], g = grown["overlap"]+now-g, now
+		step("background_after", plain, ctx)
+		cancel()
+		plain.Close()
+		cancellable.Close()
+	}
+	r.Fact("direct_turns", directTurns)
+	r.Fact("direct_gets", gets)
+	r.Fact("direct_overlap_goroutines", grown["overlap"])
+	for _, phase := range phases {
+		r.Fact("direct_"+phase+"_p50_us", lab.Percentile(lab.Sorted(p50s[phase]), 50))
+		r.Fact("direct_"+phase+"_p50_us_rounds", p50s[phase])
+		r.Fact("direct_"+phase+"_goroutines", grown[phase])
+	}
+}
+
+// --8<-- [end:direct]

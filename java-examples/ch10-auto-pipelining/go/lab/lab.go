@@ -197,15 +197,17 @@ func Unlink(ctx context.Context, c redis.Cmdable, keys []string) {
 }
 
 // Counters is what the server counted so far: commands run, reads from clients, calls per command,
-// error replies per error code (INFO errorstats: CROSSSLOT, MOVED, ...).
+// error replies per error code (INFO errorstats: CROSSSLOT, MOVED, ...), and its CPU seconds (user
+// and system, every thread's).
 type Counters struct {
 	Commands, Reads int64
 	Calls, Errors   map[string]int64
+	CPU             float64
 }
 
-// Snapshot reads INFO stats, commandstats and errorstats in one command.
+// Snapshot reads INFO stats, commandstats, errorstats and cpu in one command.
 func Snapshot(ctx context.Context, c redis.Cmdable) Counters {
-	text, err := c.Info(ctx, "stats", "commandstats", "errorstats").Result()
+	text, err := c.Info(ctx, "stats", "commandstats", "errorstats", "cpu").Result()
 	if err != nil {
 		Stop(1, "INFO failed: %v.", err)
 	}
@@ -220,6 +222,9 @@ func Snapshot(ctx context.Context, c redis.Cmdable) Counters {
 			out.Commands, _ = strconv.ParseInt(value, 10, 64)
 		case name == "total_reads_processed":
 			out.Reads, _ = strconv.ParseInt(value, 10, 64)
+		case name == "used_cpu_sys" || name == "used_cpu_user":
+			seconds, _ := strconv.ParseFloat(value, 64)
+			out.CPU += seconds
 		case strings.HasPrefix(name, "cmdstat_"):
 			calls, _, _ := strings.Cut(strings.TrimPrefix(value, "calls="), ",")
 			n, _ := strconv.ParseInt(calls, 10, 64)
@@ -235,7 +240,7 @@ func Snapshot(ctx context.Context, c redis.Cmdable) Counters {
 // Since is what happened between two snapshots, less the later INFO itself (one command, one read).
 func (after Counters) Since(before Counters) Counters {
 	d := Counters{Commands: after.Commands - before.Commands - 1, Reads: after.Reads - before.Reads - 1,
-		Calls: map[string]int64{}, Errors: map[string]int64{}}
+		Calls: map[string]int64{}, Errors: map[string]int64{}, CPU: after.CPU - before.CPU}
 	for code, n := range after.Errors {
 		if n -= before.Errors[code]; n > 0 {
 			d.Errors[code] = n
@@ -265,6 +270,7 @@ func (t *Tally) Add(d Counters) {
 	t.Samples++
 	t.Sum.Commands += d.Commands
 	t.Sum.Reads += d.Reads
+	t.Sum.CPU += d.CPU
 	for name, n := range d.Calls {
 		t.Sum.Calls[name] += n
 	}
