@@ -86,7 +86,7 @@ def jbang_jar() -> Path:
 
 
 def jbang_env(target: Endpoint | None = None, cluster: Endpoint | None = None) -> dict:
-    # The examples' key prefix, and when they take more rounds than asked (LabSupport.RepeatRule).
+    # The examples' key prefix, and when they take more rounds than asked (LabTiming.RepeatRule).
     env = dict(os.environ, JBANG_NO_VERSION_CHECK="true", PIPELAB_PREFIX=PREFIX, PIPELAB_REPEAT_RULE=repeat_rule())
     # User, password, database and TLS go by environment: a command line is visible to `ps`. A run
     # that also reaches a cluster learns the cluster's own (LabConnection.cluster()).
