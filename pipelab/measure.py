@@ -117,9 +117,7 @@ def progress(iterable: Iterable, desc: str, total: int | None = None):
 TARGET = 0.05
 EXTRA_FLOOR_S = 0.3
 EXTRA_CAP_S = 2.0
-JAVA_WARMUP_MORE = (
-    60  # rounds; the JIT settles later than CPython's caches (LabTiming.JIT_QUIET_S), within EXTRA_CAP_S
-)
+JAVA_WARMUP_MORE = 60  # rounds; the JIT settles later than CPython's caches (LabTiming.JIT_QUIET_S), within EXTRA_CAP_S
 MAX_FACTOR = 4
 WARMUP_MORE = 3
 
