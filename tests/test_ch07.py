@@ -160,12 +160,13 @@ def test_watch_retries_rise_with_contention_and_keep_the_count(ch07):
     quick, top = _retry_rows(saved("ch07/watch")), chapter.WRITERS[-1]
     # One writer never conflicts; eight always do. How much more than two writers is a direction a
     # quick run's two repetitions of 50 increments cannot settle (one CI run gave 0.85 at two writers,
-    # 0.83 at eight): the reference's three repetitions of 100 settle it, interval clear of interval.
-    # Four against eight is not ordered: on two CPUs the scheduler decides (a fresh run read 2.41, 2.21).
+    # 0.83 at eight): the reference's three repetitions of 100 settle two against eight, interval clear
+    # of interval. Four is not ordered against either on two CPUs: the scheduler decides (a fresh run
+    # read 2.41 at four, 2.21 at eight; another put four's interval 0.815-1.42 against two's 0.72-0.845).
     assert max(quick[1]) == 0 and statistics.median(quick[top]) > 0, f"extra tries per increment by writers: {quick}"
     reference = _retry_rows(results.load("ch07/watch", paths.reference_dir()))
-    two, *more = (stats.median_interval(reference[w]) for w in chapter.WRITERS[1:])
-    assert all(two[1] < busier[0] for busier in more), (two, more)
+    two, eight = (stats.median_interval(reference[w]) for w in (2, top))
+    assert two[1] < eight[0], (two, eight)
     assert all(chapter.lost(runs[("WATCH, transaction()", w)]) == 0 for w in chapter.WRITERS)
     assert chapter.lost(runs[("no WATCH", top)]) > 0, "blind read-modify-write loses increments"
     assert chapter.lost(runs[("WATCH, aborted EXEC sent again", top)]) > 0, "a stale retry loses them too"
