@@ -33,12 +33,11 @@ def jupyterlab(isolated_build):
     if reason:
         unavailable(reason)
     redis_port, web_port = free_port(), free_port()
-    # A fresh JupyterLab profile: no workspace from an earlier run, every cell rendered (no windowing, so
-    # an output far down is in the page), and no news pop-up over the notebook.
+    # A fresh JupyterLab profile: no workspace from an earlier run, and every cell rendered (no windowing,
+    # so an output far down is in the page). No news setting: the lab's own defaults must keep it quiet.
     settings = isolated_build / "jupyterlab-settings"
     for name, values in {
         "notebook-extension/tracker": '{"windowingMode": "none"}',
-        "apputils-extension/notification": '{"fetchNews": "false"}',
     }.items():
         path = settings / f"@jupyterlab/{name}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -131,6 +130,12 @@ def test_an_exercise_opens_in_the_browser(jupyterlab):
         shots = paths.REPO / "build" / "screenshots"
         shots.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=shots / "jupyterlab-exercise-01.png")
-        # No "receive official Jupyter news?" question over the learner's first notebook.
+        # No "receive official Jupyter news?" question over the learner's first notebook: JupyterLab asks
+        # while fetchNews is "none", its default; the lab's overrides make it "false".
         config = page.evaluate("JSON.parse(document.getElementById('jupyter-config-data').textContent)")
         assert config["news"] == {"disabled": True}
+        url = f"{base}lab/api/settings/@jupyterlab/apputils-extension:notification?token={TOKEN}"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            notification = json.load(resp)
+        assert notification["schema"]["properties"]["fetchNews"]["default"] == "false"
+        assert page.get_by_text("official Jupyter news").count() == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import signal
@@ -212,6 +213,16 @@ def _hold(child: list[str] | None, env: dict) -> int:
     return subprocess.run(child, cwd=REPO, env=env).returncode
 
 
+def _quiet_lab_settings() -> Path:
+    """JupyterLab's defaults for this lab: never fetch news or look for updates, so no "receive
+    Jupyter news?" question covers a learner's first notebook. A learner's own settings still win."""
+    where = build_dir() / "jupyter" / "lab-settings"
+    where.mkdir(parents=True, exist_ok=True)
+    quiet = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+    (where / "overrides.json").write_text(json.dumps(quiet, indent=2) + "\n")
+    return where
+
+
 def cmd_lab(args) -> int:
     with Session() as session:
         # PIPELAB_PORT: JupyterLab's terminals run the Java examples against this lab without a port.
@@ -241,7 +252,7 @@ def cmd_lab(args) -> int:
                 " make lab-restore NB=<name> takes the new version and keeps yours in build/lab/replaced/."
             )
         argv = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--ServerApp.root_dir={root}"]
-        argv.append("--LabApp.news_url=None")  # no "receive Jupyter news?" popup over a learner's first notebook
+        argv += ["--LabApp.news_url=None", f"--LabApp.app_settings_dir={_quiet_lab_settings()}"]
         if os.geteuid() == 0:  # containers and training VMs often run as root; Jupyter refuses unless told
             argv.append("--allow-root")
         extra = [a for a in args.jupyter_args if a != "--"]  # e.g. --port=8889 --no-browser
