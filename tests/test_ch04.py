@@ -63,6 +63,28 @@ def test_one_bad_command_leaves_the_others_applied(ch04):
     assert all(facts[f"{c}_later_commands_ran"] for c in ("jedis", "lettuce", "redisson", "spring")), facts
 
 
+def test_go_and_node_clients_meet_the_same_bad_command(ch04):
+    facts = saved("ch04/errors")["params"]["other_facts"]
+    ran = {k: v for k, v in facts.items() if k.endswith("_later_commands_ran")}
+    assert all(ran.values()), ran  # empty without Go and Node: those rows are then left out
+    if "goredis_missing_key" in facts:
+        assert "redis: nil" in facts["goredis_missing_key"], "Exec returns redis.Nil for a missing key"
+    if "ioredis_error_surfaced" in facts:
+        assert "resolved" in facts["ioredis_error_surfaced"], "ioredis's exec() does not reject"
+        assert "rejected" in facts["noderedis_multi_error_surfaced"]
+
+
+def test_go_and_node_retries_under_a_cut(ch04):
+    doc = saved("ch04/drop")
+    facts, n = doc["params"].get("other_facts", {}), doc["params"]["n"]
+    if "goredis_drop_applied" in facts:
+        assert facts["goredis_drop_applied"] > n, "go-redis sent the pipeline again"
+        assert facts["goredis_noretry_drop_applied"] <= n
+    if "noderedis_all_drop_applied" in facts:
+        assert facts["noderedis_all_drop_applied"] <= n, "node-redis resends nothing it wrote"
+        assert facts["ioredis_drop_applied"] > n, "ioredis resent the unanswered commands"
+
+
 def test_a_dropped_pipeline_applied_part_of_its_commands(ch04, session):
     drop = saved("ch04/drop")
     scenarios, n = drop["params"]["scenarios"], drop["params"]["n"]

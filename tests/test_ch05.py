@@ -151,3 +151,57 @@ def test_the_sadd_summary_compares_the_cluster_with_one_server():
     assert s["one_reads"]["value"] == 1_200 and s["pipe_conns"]["value"] == 3
     assert s["jedis_best_mode"]["text"] == "pipeline" and s["jedis_speedup"]["value"] == pytest.approx(30)
     assert "| jedis, cluster, pipeline | 30 ms | 30.0 |" in chapter.sadd_table(runs)
+
+
+def _rows(name: str) -> dict:
+    rows = saved(name)["params"]["rows"]
+    assert "skipped" not in rows, rows  # the tests' cluster is the lab's own
+    return {k: v for k, v in rows.items() if "skipped" not in v}
+
+
+def test_a_lost_master_leaves_only_the_survivors_share_run(ch05):
+    rows = _rows("ch05/lost")
+    assert {"redis-py", "Jedis", "Lettuce"} <= rows.keys(), rows.keys()
+    for name, x in rows.items():
+        assert x["survivor_share"] <= x["survivors_ran"] <= 2 * x["survivor_share"], (name, x)
+    assert rows["Jedis"]["replies_failed"] > 0, "the lost master's Responses throw"
+    assert rows["Lettuce"]["outcome"].startswith("still waiting"), "Lettuce keeps them for its reconnect"
+    for fast in ("rueidis", "node-redis"):
+        if fast in rows:
+            assert rows[fast]["replies_failed"] > 0 and rows[fast]["waited_ms"] < 2_000, (fast, rows[fast])
+
+
+def test_evalsha_after_a_flushed_script_cache(ch05):
+    rows = _rows("ch05/scripts")
+    assert "blocked" in rows["redis-py"]["outcome"] and rows["redis-py"]["evalsha_ran"] == 0, "refused by redis-py"
+    jedis = rows["Jedis"]
+    assert jedis["noscript"] > 0 and jedis["replies_failed"] == jedis["noscript"], jedis
+    glide = rows["GLIDE, invoke_script"]
+    assert glide["replies_failed"] == 0 and glide["script_load"] > 0, "GLIDE loads the script and retries"
+    assert rows["GLIDE, Batch of EVALSHA"]["noscript"] > 0
+    if "ioredis" in rows:
+        assert rows["ioredis"]["noscript"] == 0 and rows["ioredis"]["replies_failed"] == 0, rows["ioredis"]
+
+
+def test_replica_reads_go_where_the_setting_says_and_can_be_stale(ch05):
+    rows, n = _rows("ch05/replicas"), saved("ch05/replicas")["params"]["n"]
+    for default in ("redis-py (default)", "Lettuce (default)", "go-redis (default)"):
+        if default in rows:
+            assert rows[default]["gets_replicas"] == 0 and rows[default]["stale_reads"] == 0, (default, rows[default])
+    for replica_only in ("redis-py, RANDOM_REPLICA", "Lettuce, ReadFrom.REPLICA"):
+        assert rows[replica_only]["gets_masters"] == 0 and rows[replica_only]["stale_reads"] == n, rows[replica_only]
+    redisson = rows["Redisson (default)"]
+    assert redisson["gets_replicas"] > 0 and redisson["stale_reads"] == 0, "a batch with a write stays on the master"
+    if "go-redis, ReadOnly" in rows:
+        readonly = rows["go-redis, ReadOnly"]
+        assert readonly["gets_replicas"] > 0 and readonly["stale_reads"] == 0, readonly
+
+
+def test_go_and_node_clients_under_a_moving_slot(ch05):
+    rows, n = saved("ch05/redirects")["params"]["rows"], saved("ch05/redirects")["params"]["n"]
+    if "go-redis|ask" in rows and "skipped" not in rows["go-redis|ask"]:
+        assert rows["go-redis|ask"]["keys_updated"] == n and rows["go-redis|moved"]["keys_updated"] == n
+        assert rows["go-redis|ask"]["ask"] > 0 and rows["go-redis|moved"]["moved"] > 0
+    if "ioredis|ask" in rows and "skipped" not in rows["ioredis|ask"]:
+        assert rows["ioredis|ask"]["replies_failed"] > 0, "a half-moved pipeline hands ioredis's callers ASK"
+        assert rows["ioredis|moved"]["keys_updated"] == n

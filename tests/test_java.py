@@ -35,6 +35,7 @@ QUICK_ARGS = {
     "ch04-drop": None,
     "ch05-sadd": None,
     "ch05-moved": None,
+    "ch05-failures": None,
     "ch06-cut": None,
     "ch06-push": None,
     "ch07-mux": None,

@@ -115,3 +115,25 @@ def test_a_calm_loop_is_one_that_followed_a_loop_at_the_fast_speed():
     wholly_slow["summary"] = {"before_cpu0_fast_ms": {"value": 50.0}, "after_cpu0_fast_ms": {"value": 50.0}}
     assert agreement.run_loop_within(wholly_slow, calm=True) is None, "no calm run of nine before the chapters"
     assert agreement.run_loop_within(wholly_slow) == {"median": (0, 4), "fastest": (0, 4)}
+
+
+def test_a_source_edited_while_its_chapter_runs_leaves_the_chapter_unrecorded(monkeypatch, tmp_path, capsys):
+    # The key is taken after the run (it needs the Java aliases the run used); an edit made meanwhile
+    # would otherwise be recorded as measured.
+    seen, recorded = (
+        iter([{"notebook": "before"}, {"notebook": "edited"}, {"notebook": "same"}, {"notebook": "same"}]),
+        [],
+    )
+    log = tmp_path / "runs.log"
+    log.write_text("ch01-ping\n")
+    monkeypatch.setattr(build, "execute_noting_java", lambda source, params, board=None: source.name)
+    monkeypatch.setattr(build.inputs, "last_run", lambda source: None)
+    monkeypatch.setattr(build.inputs, "sources", lambda source, aliases, quick=False: next(seen))
+    monkeypatch.setattr(build.inputs, "chapter_key", lambda source, **kw: {"key": "k"})
+    monkeypatch.setattr(build.inputs, "runs_log", lambda source: log)
+    monkeypatch.setattr(build.inputs, "record", lambda source, key: recorded.append(source.name))
+    monkeypatch.setenv("PIPELAB_BUILD", str(tmp_path / "build"))
+    build._run_each(quick=True, only=["01"], server="redis 8.2.3", fresh=True)
+    assert recorded == [] and "changed while 01-round-trip-time.ipynb ran" in capsys.readouterr().out
+    build._run_each(quick=True, only=["01"], server="redis 8.2.3", fresh=True)
+    assert recorded == ["01-round-trip-time.ipynb"]

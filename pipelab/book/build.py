@@ -202,6 +202,8 @@ def _run_each(
                 sky["before"] = _weather()
             board.start(i)
             failures.clear(source)
+            # What the chapter reads, as it starts: a source edited while it runs leaves it unrecorded (stale).
+            before = inputs.sources(source, last["aliases"] if last else [], quick=quick) if server else None
             try:
                 ran.executed.append(execute_noting_java(source, {"QUICK": quick}, board))
             except NotebookFailed as err:
@@ -213,7 +215,17 @@ def _run_each(
                 if server:
                     aliases = inputs.runs_log(source).read_text().split()
                     key = inputs.chapter_key(source, quick=quick, server=server, aliases=aliases)
-                    inputs.record(source, key | {"seconds": round(took, 1)})
+                    edited = inputs.changes(
+                        before, inputs.sources(source, last["aliases"] if last else [], quick=quick)
+                    )
+                    if edited:
+                        print(
+                            f"pipelab: {', '.join(edited[:3])} changed while {source.name} ran; its results are "
+                            "kept but not recorded as current, so the next `make book` measures it again",
+                            flush=True,
+                        )
+                    else:
+                        inputs.record(source, key | {"seconds": round(took, 1)})
             if after_chapter:
                 after_chapter(source.name[:2])
     if sky:

@@ -348,16 +348,24 @@ EXAMPLE_SUFFIXES = (".mjs", ".js", ".go")
 
 
 def example_files(notebook: Path) -> list[Path]:
-    """The Node and Go files of the notebook's chapter (java-examples/chNN-*/node and go), modules,
-    caches and build output left out; none for a chapter without them."""
-    found = []
-    for folder in sorted((REPO / "java-examples").glob(f"ch{notebook.name[:2]}-*")):
-        for lang in TOOLCHAINS:
-            found += [
-                path
-                for path in (folder / lang).rglob("*")
-                if path.is_file() and "node_modules" not in path.parts and not path.name.startswith(".")
-            ]
+    """The Node and Go files the notebook's chapter runs: its own folders' (java-examples/chNN-*/node
+    and go), and every file of the shared ones when its harness reaches their runner (pipelab/node.py,
+    pipelab/golang.py); modules, caches and build output left out; none for a chapter without them."""
+    folders = [
+        folder / lang
+        for folder in sorted((REPO / "java-examples").glob(f"ch{notebook.name[:2]}-*"))
+        for lang in TOOLCHAINS
+    ]
+    reached = python_parts(notebook)
+    for runner, lang in (("node.py", "node"), ("golang.py", "go")):
+        if REPO / "pipelab" / runner in reached:
+            folders += sorted((REPO / "java-examples").glob(f"ch*-*/{lang}"))
+    found = {
+        path
+        for folder in folders
+        for path in folder.rglob("*")
+        if path.is_file() and "node_modules" not in path.parts and not path.name.startswith(".")
+    }
     return sorted(found)
 
 

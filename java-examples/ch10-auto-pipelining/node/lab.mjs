@@ -4,7 +4,8 @@
 // with the process's CPU time, the server's counters around each sample, and the one
 // `PIPELAB-RESULT {json}` line the harness reads (pipelab/jbang.py parse_result).
 //
-// Not an example on its own: explicit.mjs, auto.mjs and cluster.mjs import it.
+// Not an example on its own: explicit.mjs, auto.mjs and cluster.mjs import it, and chapters 4 and 5's
+// errors.mjs and failover.mjs.
 
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
@@ -42,6 +43,40 @@ export function usual(example, argv, defaults) {
     warmup: number(warmup, "warmup", 1),
     extra,
   };
+}
+
+/** A whole number from `min` to `max`, or a Stop (exit 2) with one sentence that ends with `usage`. */
+export function whole(example, name, text, { min = 0, max = Number.MAX_SAFE_INTEGER, usage = "" } = {}) {
+  const value = Number(text);
+  if (text === undefined || text === "" || !Number.isInteger(value) || value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `from ${min} to ${max}`;
+    throw new Stop(
+      2,
+      `${example}: ${name} must be a whole number ${range}, not '${text ?? ""}'${usage ? `; ${usage}` : ""}.`,
+    );
+  }
+  return value;
+}
+
+/** An error as facts show it: its first line, at most 80 characters, any 127.0.0.1:<port> as <addr>. */
+export function errorText(err) {
+  // A failed connect (AggregateError of ECONNREFUSED) has an empty message: its code or name says what it was.
+  const text = String(err?.message || err?.code || err?.name || err).split("\n")[0];
+  return text.replace(/127\.0\.0\.1:\d+/g, "<addr>").slice(0, 80);
+}
+
+/** What within() gives when the promise has not settled in time. */
+export const LATE = Symbol("late");
+
+/** The promise's value, or LATE once `ms` have passed (the promise goes on; nobody waits for it). */
+export async function within(promise, ms) {
+  let timer;
+  const late = new Promise((resolve) => (timer = setTimeout(() => resolve(LATE), ms)));
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** "1,4,16" as [1, 4, 16]. */
@@ -102,6 +137,15 @@ export function nodeRedisOptions(c) {
     username: c.username,
     password: c.password,
     database: c.db,
+  };
+}
+
+/** The options node-redis's createCluster takes: the first node, and user, password and TLS for every node. */
+export function nodeRedisClusterOptions(c, extra = {}) {
+  return {
+    rootNodes: [{ socket: { host: c.host, port: c.port } }],
+    defaults: { username: c.username, password: c.password, socket: c.tls ? { tls: true, ca: c.ca } : undefined },
+    ...extra,
   };
 }
 
@@ -338,7 +382,8 @@ export class Report {
 
   fact(name, value) {
     this.doc.facts[name] = value;
-    console.log(`${(name + ":").padEnd(28)} ${value}`);
+    const shown = value && typeof value === "object" && !Array.isArray(value) ? JSON.stringify(value) : value;
+    console.log(`${(name + ":").padEnd(28)} ${shown}`);
   }
 
   /** A mode whose samples each ran `ops` operations; `timing` is one entry of interleaved()'s result. */

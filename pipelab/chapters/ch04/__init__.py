@@ -5,7 +5,8 @@ read-compute-write ways, the bad command, the jobs cut by a reset, the BLPOP, th
 its batches) is the notebook's cells tagged code:… (taught.py), passed in by the notebook.
 
 instruments (what the sections observe), parameters (declared once; the notebook passes them to the Java
-examples), lrem (1), interleave (2), rcw (3), errors (4), drop (5), blocking (6), timeouts (7), published.
+examples), lrem (1), interleave (2), rcw (3), errors (4), drop (5), languages (4 and 5 for Go and Node),
+blocking (6), timeouts (7), published.
 """
 
 from __future__ import annotations
@@ -30,6 +31,14 @@ from .interleave import (
     interleave_table,
     interleave_trials,
     measure_transaction_cost,
+)
+from .languages import (
+    other_drops,
+    other_drops_summary,
+    other_drops_table,
+    other_errors,
+    other_errors_summary,
+    other_errors_table,
 )
 from .lrem import (
     LREM_ALT,

@@ -77,8 +77,8 @@ func (s subject) slug() string { return strings.ReplaceAll(s.client, "-", "") + 
 
 // --8<-- [start:clients]
 func rueidisClient(addr string, l lab.Login, name string, tune func(*rueidis.ClientOption)) rueidis.Client {
-	opt := rueidis.ClientOption{InitAddress: []string{addr}, Username: l.User, Password: l.Password,
-		SelectDB: l.DB, TLSConfig: l.TLS, ClientName: name}
+	opt := l.Rueidis(addr)
+	opt.ClientName = name
 	tune(&opt)
 	c, err := rueidis.NewClient(opt)
 	if err != nil {

@@ -118,8 +118,7 @@ func main() {
 
 	gr := redis.NewClient(login.GoRedis(a.Addr()))
 	defer gr.Close()
-	ru, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a.Addr()}, Username: login.User,
-		Password: login.Password, SelectDB: login.DB, TLSConfig: login.TLS})
+	ru, err := rueidis.NewClient(login.Rueidis(a.Addr()))
 	if err != nil {
 		lab.Stop(4, "rueidis cannot reach Redis at %s: %v.", a.Addr(), err)
 	}

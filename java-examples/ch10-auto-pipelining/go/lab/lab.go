@@ -17,8 +17,10 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -28,6 +30,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 )
 
 // Args are the five usual positional arguments and whatever an example takes after them.
@@ -78,6 +81,15 @@ func Int(example, name, text string, low int) int {
 	v, err := strconv.Atoi(strings.ReplaceAll(strings.TrimSpace(text), "_", ""))
 	if err != nil || v < low || v > 10_000_000 {
 		Stop(2, "%s: %s must be a whole number from %d to 10,000,000, not '%s'.", example, name, low, text)
+	}
+	return v
+}
+
+// Port is a TCP port, 1 to 65535, or exit code 2 with one sentence.
+func Port(example, name, text string) int {
+	v, err := strconv.Atoi(strings.TrimSpace(text))
+	if err != nil || v < 1 || v > 65535 {
+		Stop(2, "%s: %s must be a whole number from 1 to 65535, not '%s'.", example, name, text)
 	}
 	return v
 }
@@ -149,6 +161,12 @@ func (l Login) GoRedis(addr string) *redis.Options {
 	return &redis.Options{Addr: addr, Username: l.User, Password: l.Password, DB: l.DB, TLSConfig: l.TLS}
 }
 
+// Rueidis is rueidis's options for addr with the login's settings.
+func (l Login) Rueidis(addr string) rueidis.ClientOption {
+	return rueidis.ClientOption{InitAddress: []string{addr}, Username: l.User, Password: l.Password,
+		SelectDB: l.DB, TLSConfig: l.TLS}
+}
+
 // Control is a plain connection for the harness's own questions (INFO, SCAN, CLIENT LIST), checked
 // with a PING, or exit code 4.
 func Control(addr string, l Login) *redis.Client {
@@ -168,6 +186,32 @@ func Prefix() string {
 		p = "pipelab:"
 	}
 	return p + "ch10:"
+}
+
+// Root is the lab's own key prefix without a chapter: PIPELAB_PREFIX (the harness's) or pipelab:.
+func Root() string {
+	if p := os.Getenv("PIPELAB_PREFIX"); p != "" {
+		return p
+	}
+	return "pipelab:"
+}
+
+var loopbackAddr = regexp.MustCompile(`127\.0\.0\.1:\d+`)
+
+// Brief is an error as a fact shows it: the first line, 127.0.0.1:<port> as <addr> (so facts do not
+// change with ports), at most 80 characters; "" for none.
+func Brief(err error) string {
+	if err == nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(err.Error()), "\n")
+	runes := []rune(loopbackAddr.ReplaceAllString(strings.TrimSpace(line), "<addr>"))
+	return string(runes[:min(len(runes), 80)])
+}
+
+// Ms is a duration in milliseconds to one decimal.
+func Ms(d time.Duration) float64 {
+	return math.Round(float64(d.Microseconds())/100) / 10
 }
 
 // RequireLabOnly stops (exit code 3) on a database that holds a key outside the lab's prefix:

@@ -1,8 +1,11 @@
 """Chapter 5: pipelines on a Redis Cluster, where a batch's keys live on different masters.
 
 The harness only: the workloads (the cross-slot transaction, the SADD loops, the pipeline of SETs
-while a slot moves) are the notebook's cells tagged code:… (taught.py), passed in by the notebook;
-their Java twins are ClusterSadd and ClusterPipelines. Here: what the chapter reads off each node."""
+while a slot moves, the pipelines that meet a lost master, a flushed script cache and replicas) are
+the notebook's cells tagged code:… (taught.py), passed in by the notebook; their Java twins are
+ClusterSadd, ClusterPipelines and ClusterFailures, with Go and Node beside them for the failures.
+Here: what the chapter reads off each node; the failure sections in clients (running every client),
+redirects, lost, scripts and replicas."""
 
 from __future__ import annotations
 
@@ -15,14 +18,19 @@ import redis
 from matplotlib.figure import Figure
 from redis.cluster import RedisCluster, key_slot
 
-from .. import plots, taught
-from ..cluster import Cluster
-from ..jbang import fact
-from ..params import Size
-from ..results import md_table, measurements_frame, median_figure, quantity, ratio_figure, summarize
-from ..server import PREFIX as LAB_PREFIX
-from . import ch01
-from .claims import Claim, Published, derived
+from ... import plots, taught
+from ...cluster import Cluster
+from ...jbang import fact
+from ...params import Size
+from ...results import md_table, measurements_frame, median_figure, quantity, ratio_figure, summarize
+from ...server import PREFIX as LAB_PREFIX
+from .. import ch01
+from ..ch10.toolchains import toolchain_note
+from ..claims import Claim, Published, derived
+from .lost import N_LOST, lost_runs, lost_summary, lost_table
+from .redirects import redirect_runs, redirects_summary, redirects_table
+from .replicas import N_REPLICA, replica_runs, replicas_summary, replicas_table
+from .scripts import N_SCRIPT, SCRIPT, script_runs, scripts_summary, scripts_table
 
 PREFIX = LAB_PREFIX + "ch05:"
 
