@@ -62,8 +62,10 @@ def lrem_grows_ltrim_stays_flat(run) -> None:
     # Against the fastest smaller list: one stalled call (a slow spell of the VM) can inflate any one size.
     fastest_smaller = min(v for length, v in usec["lrem"].items() if length < large)
     assert usec["lrem"][large] >= 5 * fastest_smaller, usec
-    # LTRIM removes one element whatever the length; commandstats counts whole microseconds.
-    assert usec["ltrim"][large] <= 3 * usec["ltrim"][small] + 1, usec
+    # LTRIM removes one element whatever the length; commandstats counts whole microseconds, and a
+    # slow spell of the VM during 100 calls of under a microsecond adds some (9.65 µs a call once in CI).
+    assert usec["ltrim"][large] <= 3 * usec["ltrim"][small] + 15, usec
+    assert usec["ltrim"][large] * 20 <= usec["lrem"][large], usec
     m = run.measurements()
     assert m[f"lrem_{large}"].median > 10 * m[f"ltrim_{large}"].median, m
 

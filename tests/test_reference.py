@@ -335,3 +335,11 @@ def test_every_plot_a_chapter_declares_is_registered():
     for path in (paths.REPO / "pipelab" / "chapters").rglob("*.py"):
         declared |= set(re.findall(r'@plots\.draws\("([\w/.-]+)"\)', path.read_text()))
     assert len(declared) >= 17 and declared <= set(chapters.every_plot())
+
+
+def test_a_shown_text_with_angle_brackets_stays_visible_and_a_code_figure_stays_verbatim():
+    plain, code = markers.Value("ch05/redirects", "x", False), markers.Value("ch05/redirects", "x", True)
+    assert plain.markdown("ASK 8999 <addr> | more") == "ASK 8999 &lt;addr&gt; \\| more"
+    assert code.markdown("ASK 8999 <addr>") == "`ASK 8999 <addr>`"
+    written = plain.written("ASK 8999 <addr>")
+    assert [(v.name, v.key) for v in markers.values(written)] == [("ch05/redirects", "x")]

@@ -18,6 +18,7 @@ comment ends the paragraph.
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 
@@ -40,9 +41,12 @@ class Value:
 
     def markdown(self, text: str) -> str:
         """`text` (a figure's text) as this marker shows it: a measured text may hold "|" (a list of
-        results), which would split a table cell."""
-        tick = "`" if self.code else ""
+        results), which would split a table cell, and "<" (an error's "<addr>"), which outside code
+        would read as an HTML tag and vanish."""
+        if not self.code:
+            text = html.escape(text, quote=False)
         text = text.replace("|", "\\|")
+        tick = "`" if self.code else ""
         return f"{tick}{text}{tick}"
 
     def written(self, text: str) -> str:

@@ -8,6 +8,7 @@ optional: without one, its cases are left out and toolchain_note() says so in on
 
 from __future__ import annotations
 
+import html
 import re
 import time
 from collections import Counter
@@ -33,6 +34,11 @@ def shown_error(err: BaseException | str) -> str:
     """An error's first line, without ports (they change from run to run), at most 80 characters."""
     text = err if isinstance(err, str) else f"{type(err).__name__}: {err}"
     return ADDRESS.sub("<addr>", (text.strip().splitlines() or [""])[0])[:80]
+
+
+def cell(text) -> str:
+    """A caller's text for a Markdown table: an error's "<addr>" would otherwise read as an HTML tag."""
+    return html.escape(str(text), quote=False)
 
 
 def caller_view(outcome, replies: list, seconds: float) -> dict:

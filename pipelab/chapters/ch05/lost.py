@@ -16,7 +16,7 @@ from redis.cluster import key_slot
 from ...cluster_faults import alive, pause_writes, pid_of, refuse, restart, unpause
 from ...params import Size
 from ...results import md_table, quantity
-from .clients import caller_view, command_counts, counted, run_elsewhere, totals
+from .clients import caller_view, cell, command_counts, counted, run_elsewhere, totals
 
 N_LOST = Size(full=3_000, quick=300)
 KILL_AFTER_S = 0.2
@@ -107,7 +107,7 @@ def lost_table(rows: dict, n: int) -> str:
         ok_failed = f"{x.get('replies_ok', '–')} / {x.get('replies_failed', '–')}"
         waited = f"{x.get('waited_ms', 0):,.0f} ms"
         body.append(
-            [name, x.get("outcome", "–"), ok_failed, waited, f"{x['survivors_ran']:,} ({x['survivor_share']:,})"]
+            [name, cell(x.get("outcome", "–")), ok_failed, waited, f"{x['survivors_ran']:,} ({x['survivor_share']:,})"]
         )
     return md_table(header, body)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from redis.cluster import key_slot
 
 from ...results import md_table, quantity
-from .clients import command_counts, counted, run_elsewhere, totals
+from .clients import cell, command_counts, counted, run_elsewhere, totals
 
 OTHERS = ("go-redis", "rueidis", "ioredis", "node-redis")
 
@@ -70,7 +70,7 @@ def redirects_table(rows: dict, n: int) -> str:
             body.append([name, phase, x["skipped"], "", "", "", ""])
             continue
         body.append(
-            [name, phase, x.get("outcome", "–"), x["ask"], x["moved"], x["sets_ran"], x.get("keys_updated", "–")]
+            [name, phase, cell(x.get("outcome", "–")), x["ask"], x["moved"], x["sets_ran"], x.get("keys_updated", "–")]
         )
     return md_table(header, body)
 

@@ -14,7 +14,7 @@ from ...cluster import free_cluster_port
 from ...cluster_faults import ReplicatedCluster, replication_held, wait_replicated
 from ...params import Size
 from ...results import md_table, quantity
-from .clients import command_counts, counted, run_elsewhere, timed, totals
+from .clients import cell, command_counts, counted, run_elsewhere, timed, totals
 
 N_REPLICA = Size(full=300, quick=60)
 # {row: (client, the setting's slug (its example knows it by it), redis-py's constructor options)}
@@ -107,7 +107,7 @@ def replicas_table(rows: dict, n: int) -> str:
         if "skipped" in x:
             body.append([row, x["skipped"], "", ""])
         elif x.get("outcome", "ok") != "ok" and "stale_reads" not in x:
-            body.append([row, x["outcome"], x["gets_masters"], x["gets_replicas"]])
+            body.append([row, cell(x["outcome"]), x["gets_masters"], x["gets_replicas"]])
         else:
             body.append([row, f"{x['gets_masters']:,}", f"{x['gets_replicas']:,}", f"{x.get('stale_reads', '–'):,}"])
     return md_table(header, body)

@@ -13,7 +13,7 @@ from ...params import Size
 from ...results import md_table, quantity
 from ..ch07.common import LoopThread
 from ..ch07.glide import glide_cluster_client
-from .clients import caller_view, command_counts, counted, run_elsewhere, timed, totals
+from .clients import caller_view, cell, command_counts, counted, run_elsewhere, timed, totals
 
 SCRIPT = "return redis.call('INCR', KEYS[1])"
 N_SCRIPT = Size(full=300, quick=60)
@@ -86,7 +86,7 @@ def scripts_table(rows: dict, n: int) -> str:
         body.append(
             [
                 name,
-                got,
+                cell(got),
                 f"{x.get('replies_ok', '–')} / {x.get('replies_failed', '–')}",
                 x["evalsha_ran"],
                 x["noscript"],
