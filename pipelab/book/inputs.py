@@ -347,16 +347,16 @@ TOOLCHAIN_VARS = {"node": "PIPELAB_NODE", "go": "PIPELAB_GO"}
 EXAMPLE_SUFFIXES = (".mjs", ".js", ".go")
 
 
-def example_files(notebook: Path) -> list[Path]:
+def example_files(notebook: Path, reached: dict[Path, set[str] | None]) -> list[Path]:
     """The Node and Go files the notebook's chapter runs: its own folders' (java-examples/chNN-*/node
     and go), and every file of the shared ones when its harness reaches their runner (pipelab/node.py,
-    pipelab/golang.py); modules, caches and build output left out; none for a chapter without them."""
+    pipelab/golang.py; `reached` is python_parts(notebook)); modules, caches and build output left out;
+    none for a chapter without them."""
     folders = [
         folder / lang
         for folder in sorted((REPO / "java-examples").glob(f"ch{notebook.name[:2]}-*"))
         for lang in TOOLCHAINS
     ]
-    reached = python_parts(notebook)
     for runner, lang in (("node.py", "node"), ("golang.py", "go")):
         if REPO / "pipelab" / runner in reached:
             folders += sorted((REPO / "java-examples").glob(f"ch*-*/{lang}"))
@@ -416,7 +416,7 @@ def sources(notebook: Path, aliases: list[str], *, quick: bool = False) -> dict:
         out["taught"] = {
             f"notebooks/{stem}.ipynb": _sha(meaning(taught.notebook_path(stem, REPO))) for stem in sorted(taken)
         }
-    examples = example_files(notebook)
+    examples = example_files(notebook, parts)
     if examples:  # only then: the other chapters' keys stay as they were
         out["examples"] = {_name(path): _sha(example_meaning(path)) for path in examples}
         out["toolchains"] = toolchain_versions({path.relative_to(REPO).parts[2] for path in examples})

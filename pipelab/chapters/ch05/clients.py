@@ -15,6 +15,7 @@ from collections import Counter
 
 from ... import golang, node
 from ...host import Unavailable
+from ...results import quantity
 from ...server import Endpoint
 
 # Which process runs each client, and the slug its example knows it by.
@@ -53,6 +54,16 @@ def caller_view(outcome, replies: list, seconds: float) -> dict:
         "replies_failed": sum(1 for x in replies if isinstance(x, BaseException)),
         "errors": dict(errors),
         "waited_ms": round(seconds * 1e3, 1),
+    }
+
+
+def case_summary(slug: str, case: dict, counts: tuple[str, ...] = (), outcome: str = "–") -> dict:
+    """A case's figures as `<slug>_<what>`: what its caller got as text (or why it did not run), and
+    each field in `counts` as a count."""
+    if "skipped" in case:
+        return {f"{slug}_outcome": quantity(0, "count", case["skipped"])}
+    return {f"{slug}_outcome": quantity(0, "count", str(case.get("outcome", outcome)))} | {
+        f"{slug}_{what}": quantity(case.get(what), "count") for what in counts
     }
 
 

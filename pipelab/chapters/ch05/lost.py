@@ -16,7 +16,7 @@ from redis.cluster import key_slot
 from ...cluster_faults import alive, pause_writes, pid_of, refuse, restart, unpause
 from ...params import Size
 from ...results import md_table, quantity
-from .clients import caller_view, cell, command_counts, counted, run_elsewhere, totals
+from .clients import caller_view, case_summary, cell, command_counts, counted, run_elsewhere, totals
 
 N_LOST = Size(full=3_000, quick=300)
 KILL_AFTER_S = 0.2
@@ -117,10 +117,9 @@ def lost_summary(rows: dict, n: int) -> dict:
     out = {"n": quantity(n, "count"), "kill_ms": quantity(KILL_AFTER_S * 1e3, "ms"), "wait_ms": quantity(limit, "ms")}
     for name, x in rows.items():
         slug = name.lower().replace("-", "")
+        out |= case_summary(slug, x)
         if "skipped" in x:
-            out[f"{slug}_outcome"] = quantity(0, "count", x["skipped"])
             continue
-        out[f"{slug}_outcome"] = quantity(0, "count", str(x.get("outcome", "–")))
         for what in ("ok", "failed"):  # a caller still waiting has no list yet: nothing to count
             got = x.get(f"replies_{what}")
             out[f"{slug}_{what}"] = quantity(got, "count") if got is not None else quantity(0, "count", "none yet")

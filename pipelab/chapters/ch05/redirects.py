@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from redis.cluster import key_slot
 
-from ...results import md_table, quantity
-from .clients import cell, command_counts, counted, run_elsewhere, totals
+from ...results import md_table
+from .clients import case_summary, cell, command_counts, counted, run_elsewhere, totals
 
 OTHERS = ("go-redis", "rueidis", "ioredis", "node-redis")
 
@@ -79,10 +79,5 @@ def redirects_summary(rows: dict) -> dict:
     out = {}
     for (name, phase), x in rows.items():
         slug = f"{name.lower().replace('-', '')}_{phase}"
-        if "skipped" in x:
-            out[f"{slug}_outcome"] = quantity(0, "count", x["skipped"])
-            continue
-        out[f"{slug}_outcome"] = quantity(0, "count", str(x.get("outcome", "–")))
-        for what in ("ask", "moved", "sets_ran", "keys_updated", "replies_failed"):
-            out[f"{slug}_{what}"] = quantity(x.get(what), "count")
+        out |= case_summary(slug, x, ("ask", "moved", "sets_ran", "keys_updated", "replies_failed"))
     return out

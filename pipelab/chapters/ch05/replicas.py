@@ -14,7 +14,7 @@ from ...cluster import free_cluster_port
 from ...cluster_faults import ReplicatedCluster, replication_held, wait_replicated
 from ...params import Size
 from ...results import md_table, quantity
-from .clients import cell, command_counts, counted, run_elsewhere, timed, totals
+from .clients import case_summary, cell, command_counts, counted, run_elsewhere, timed, totals
 
 N_REPLICA = Size(full=300, quick=60)
 # {row: (client, the setting's slug (its example knows it by it), redis-py's constructor options)}
@@ -116,11 +116,5 @@ def replicas_table(rows: dict, n: int) -> str:
 def replicas_summary(rows: dict, n: int) -> dict:
     out = {"n": quantity(n, "count"), "gets": quantity(2 * n, "count")}
     for row, x in rows.items():
-        slug = SETTINGS[row][1]
-        if "skipped" in x:
-            out[f"{slug}_outcome"] = quantity(0, "count", x["skipped"])
-            continue
-        out[f"{slug}_outcome"] = quantity(0, "count", str(x.get("outcome", "ok")))
-        for what in ("gets_masters", "gets_replicas", "stale_reads", "fresh_reads"):
-            out[f"{slug}_{what}"] = quantity(x.get(what), "count")
+        out |= case_summary(SETTINGS[row][1], x, ("gets_masters", "gets_replicas", "stale_reads", "fresh_reads"), "ok")
     return out

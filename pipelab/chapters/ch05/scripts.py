@@ -13,7 +13,7 @@ from ...params import Size
 from ...results import md_table, quantity
 from ..ch07.common import LoopThread
 from ..ch07.glide import glide_cluster_client
-from .clients import caller_view, cell, command_counts, counted, run_elsewhere, timed, totals
+from .clients import caller_view, case_summary, cell, command_counts, counted, run_elsewhere, timed, totals
 
 SCRIPT = "return redis.call('INCR', KEYS[1])"
 N_SCRIPT = Size(full=300, quick=60)
@@ -102,10 +102,5 @@ def scripts_summary(rows: dict, n: int) -> dict:
     for name, x in rows.items():
         slug = name.split(",")[0].lower().replace("-", "").replace(" ", "_")
         slug += "_invoke" if "invoke" in name else "_batch" if "Batch" in name else ""
-        if "skipped" in x:
-            out[f"{slug}_outcome"] = quantity(0, "count", x["skipped"])
-            continue
-        out[f"{slug}_outcome"] = quantity(0, "count", str(x.get("outcome", "–")))
-        for what in ("replies_ok", "replies_failed", "evalsha_ran", "noscript", "eval", "script_load"):
-            out[f"{slug}_{what}"] = quantity(x.get(what), "count")
+        out |= case_summary(slug, x, ("replies_ok", "replies_failed", "evalsha_ran", "noscript", "eval", "script_load"))
     return out
