@@ -1,6 +1,6 @@
 """Running the Go examples: find go, build each example into build/tools once per change, run it, read its line.
 
-The examples live in java-examples/ch10-auto-pipelining/go, one module (go.mod, go.sum) with a main
+The examples live in node-go-rust-examples/go, one module (go.mod, go.sum) with a main
 package per example. Each is built with `go build` into tools_dir()/go/bin, with GOFLAGS=-mod=readonly,
 so go.sum is enforced, and go's own module and build caches (go_env). A build is kept while the
 example's sources, go.mod, go.sum and go's version are the same (a stamp beside the binary holds their
@@ -25,12 +25,12 @@ from . import jbang
 from .errors import LabError
 from .host import Unavailable
 from .jbang import JavaRun
-from .paths import REPO, tools_dir
-from .programs import run_printing
+from .paths import tools_dir
+from .programs import OTHER_EXAMPLES, run_printing
 from .server import Endpoint
 
 GO_VAR = "PIPELAB_GO"
-MODULE_DIR = REPO / "java-examples" / "ch10-auto-pipelining" / "go"
+MODULE_DIR = OTHER_EXAMPLES / "go"
 SHARED = ("lab",)  # packages every example imports
 
 

@@ -1,6 +1,6 @@
 """Running the Node.js examples: find node and npm, install their lock into build/tools, run one, read its JSON line.
 
-The examples (java-examples/ch10-auto-pipelining/node/) print the same `PIPELAB-RESULT {json}` line as
+The examples (node-go-rust-examples/node/) print the same `PIPELAB-RESULT {json}` line as
 the Java ones, so a run comes back as a jbang.JavaRun. Their packages are installed by `npm ci` from
 the committed package-lock.json (integrity hashes checked) into build/tools/node/<name>/, again only
 when the lock, package.json or Node's major version changed; the examples are copied beside them,
@@ -20,11 +20,11 @@ from pathlib import Path
 from . import host, placement
 from .errors import LabError
 from .jbang import JavaRun, failure_line
-from .paths import REPO, tools_dir
-from .programs import run_printing
+from .paths import tools_dir
+from .programs import OTHER_EXAMPLES, run_printing
 from .server import PREFIX, Endpoint
 
-EXAMPLES = REPO / "java-examples" / "ch10-auto-pipelining" / "node"
+EXAMPLES = OTHER_EXAMPLES / "node"
 MIN_NODE = 20  # ioredis 6 and node-redis 6 declare engines node >= 20
 OFF_VAR = "PIPELAB_NODE"  # "off": behave as on a machine without Node (the tests of the missing case)
 INSTALL_TIMEOUT_S = 600

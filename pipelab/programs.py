@@ -1,4 +1,4 @@
-"""Running an example written in another language (chapter 10's Node and Go) that prints the Java
+"""Running an example written in another language (Node, Go, Rust) that prints the Java
 examples' result line: its output read line by line, stderr drained beside it (so a chatty example
 cannot fill the pipe and stall), and one sentence when it fails."""
 
@@ -10,6 +10,11 @@ from pathlib import Path
 
 from .errors import LabError
 from .jbang import RESULT_MARK, JavaRun, failure_line, parse_result
+from .paths import REPO
+
+# The examples in languages other than Java (java-examples/ holds the Java): node/, go/ and rust/.
+OTHER_EXAMPLES_DIR = "node-go-rust-examples"
+OTHER_EXAMPLES = REPO / OTHER_EXAMPLES_DIR
 
 
 def run_printing(alias: str, what: str, argv: list[str], cwd: Path, env: dict) -> JavaRun:

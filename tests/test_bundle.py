@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tomllib
 
 import pytest
 
@@ -149,6 +150,20 @@ def test_a_bundle_unpacks_into_build_offline_with_an_env_file_make_and_pipelab_r
     assert unpack_script(path, build).returncode == 0 and not (build / "offline.next").exists()
 
 
+def test_a_rust_part_sends_cargo_to_the_vendored_crates_through_a_cargo_home_of_its_own(stage, lock, tmp_path):
+    (stage / "rust" / "fred-10.1.0").mkdir(parents=True)
+    (stage / "rust" / "fred-10.1.0" / "Cargo.toml").write_text('[package]\nname = "fred"\n')
+    build = tmp_path / "build"
+    assert unpack_script(packed(stage, lock, tmp_path / "b.tar.gz"), build).returncode == 0
+    offline = (build / "offline").resolve()
+    env = bundle.load_env(build)
+    assert env["CARGO_HOME"] == str(offline / bundle.CARGO_HOME)
+    config = tomllib.loads((offline / bundle.CARGO_HOME / "config.toml").read_text())
+    assert config["source"]["crates-io"]["replace-with"] == "bundle"
+    assert config["source"]["bundle"]["directory"] == str(offline / "rust")
+    assert (offline / "rust" / "fred-10.1.0" / "Cargo.toml").exists()
+
+
 def test_pipelab_reads_the_env_file_as_it_starts(stage, lock, tmp_path, monkeypatch):
     build = tmp_path / "build"
     bundle.unpack(packed(stage, lock, tmp_path / "b.tar.gz"), build, lock)
@@ -170,18 +185,22 @@ def test_pipelab_offline_places_jbang_and_toxiproxy_and_names_what_the_room_lack
     (stage / "jbang" / REAL_JAR.name).write_bytes(REAL_JAR.read_bytes())
     (stage / "go").mkdir()
     (stage / "go" / "list").write_text("")
+    (stage / "rust").mkdir()
+    (stage / "rust" / "list").write_text("")
     shutil.rmtree(stage / "maven")  # its check starts a JVM per dependency set: proved by hand
     build, tools = tmp_path / "build", tmp_path / "tools"
     bundle.unpack(packed(stage, lock, tmp_path / "b.tar.gz", skipped={"maven": "no JDK"}), build, lock)
     monkeypatch.setenv("PIPELAB_TOOLS", str(tools))
     monkeypatch.setenv("PIPELAB_NODE", "off")
     monkeypatch.setenv("PIPELAB_GO", "off")
+    monkeypatch.setenv("PIPELAB_RUST", "off")
     monkeypatch.delenv("PIPELAB_TOXIPROXY", raising=False)
     bundle.install(build)
     out = capsys.readouterr().out
     assert (tools / REAL_JAR.name).read_bytes() == REAL_JAR.read_bytes()
     assert os.access(tools / "toxiproxy-v2.5.0" / "server", os.X_OK)
     assert "not in this room: Node.js" in out and "not in this room: Go" in out and "maven (no JDK)" in out
+    assert "not in this room: Rust" in out
     assert "ready offline" in out
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from pipelab.book import citations
 from pipelab.paths import REPO
+from pipelab.programs import OTHER_EXAMPLES_DIR
 
 PAGES = citations.chapter_pages()
 
@@ -42,8 +43,8 @@ def test_the_pins_are_the_ones_the_lab_installs():
     assert len(tags["valkey-io/valkey-glide"]) == 3, "the Python, Java and Node GLIDE are different releases"
 
 
-def test_node_and_go_pins_come_from_their_lock_files(tmp_path, monkeypatch):
-    node, go = tmp_path / "java-examples" / "chNN" / "node", tmp_path / "java-examples" / "chNN" / "go"
+def test_node_go_and_rust_pins_come_from_their_lock_files(tmp_path, monkeypatch):
+    node, go = tmp_path / OTHER_EXAMPLES_DIR / "node", tmp_path / OTHER_EXAMPLES_DIR / "go"
     node.mkdir(parents=True)
     go.mkdir(parents=True)
     (node / "package-lock.json").write_text(
@@ -63,8 +64,14 @@ def test_node_and_go_pins_come_from_their_lock_files(tmp_path, monkeypatch):
         "module example.com/lab\n\ngo 1.22\n\nrequire (\n\tgithub.com/redis/go-redis/v9 v9.7.0\n"
         "\tgithub.com/redis/rueidis v1.0.50\n)\n\nrequire github.com/valkey-io/valkey-go v1.0.60 // indirect\n"
     )
+    crate = tmp_path / OTHER_EXAMPLES_DIR / "rust"
+    crate.mkdir()
+    (crate / "Cargo.lock").write_text(
+        'version = 4\n\n[[package]]\nname = "redis"\nversion = "1.8.1"\n\n[[package]]\nname = "fred"\nversion = "10.1.0"\n'
+    )
     monkeypatch.setattr(citations.paths, "REPO", tmp_path)
     tags = citations.pinned_tags()
+    assert tags["redis-rs/redis-rs"] == {"redis-1.8.1"} and tags["aembke/fred.rs"] == {"v10.1.0"}
     assert tags["redis/ioredis"] == {"v6.0.0"}
     assert tags["redis/node-redis"] == {"redis@6.3.1"}
     assert "v2.5.2" in tags["valkey-io/valkey-glide"]

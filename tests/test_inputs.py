@@ -15,6 +15,7 @@ from pipelab.book import inputs
 from pipelab.book.cli import chapter_prefixes
 from pipelab.errors import LabError
 from pipelab.paths import REPO
+from pipelab.programs import OTHER_EXAMPLES_DIR
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
@@ -128,8 +129,9 @@ RAN = {
 def repo_copy(tmp_path, monkeypatch):
     """A copy of what the chapters read, so the repository itself is never touched; returns a
     function that edits a file of it and says which chapters went stale."""
-    for part in ("pipelab", "java-examples", "notebooks"):
-        shutil.copytree(REPO / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", "reference_run"))
+    for part in ("pipelab", "java-examples", OTHER_EXAMPLES_DIR, "notebooks"):
+        ignored = shutil.ignore_patterns("__pycache__", "reference_run", "node_modules", "target")
+        shutil.copytree(REPO / part, tmp_path / part, ignore=ignored)
     for part in ("jbang-catalog.json", "uv.lock"):
         shutil.copyfile(REPO / part, tmp_path / part)
     monkeypatch.setattr(inputs, "REPO", tmp_path)
@@ -218,7 +220,7 @@ def test_a_function_another_chapter_uses_stales_it_too(repo_copy):
     assert repo_copy("notebooks/02-system-calls.ipynb", "## ", "## A retitled ") == [], "markdown is no input"
 
 
-CH10 = "java-examples/ch10-auto-pipelining"
+CH10 = OTHER_EXAMPLES_DIR  # the Node, Go and Rust examples
 
 
 def test_a_node_or_go_lock_stales_the_chapters_that_run_its_examples(repo_copy):
@@ -235,6 +237,14 @@ def test_a_comment_in_a_node_or_go_example_stales_nothing_its_code_does(repo_cop
     first = next(line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("//"))
     assert repo_copy(path, first, "// why, in a comment\n" + first) == []
     assert repo_copy(path, first, first + "\n;") == ["04", "05", "10"]
+
+
+def test_a_rust_file_stales_chapter_11_alone_and_its_comments_nothing(repo_copy):
+    lib = f"{CH10}/rust/src/lib.rs"
+    first = next(line for line in (REPO / lib).read_text().splitlines() if line.strip() and not line.startswith("//"))
+    assert repo_copy(lib, first, "// why, in a comment\n" + first) == []
+    assert repo_copy(lib, first, first + "\n;") == ["11"]
+    assert repo_copy(f"{CH10}/rust/Cargo.lock", "version = 4", "version = 4 ") == ["11"]
 
 
 def test_a_toolchain_version_is_part_of_its_chapters_key(monkeypatch):

@@ -5,10 +5,11 @@ The bundle, build/pipelab-bundle-<platform>.tar.gz, is manifest.json followed by
 (PARTS). `make offline` first runs this file with the reader's Python, before there is a venv (so what
 that runs imports the standard library only): it checks the platform and the lock, unpacks the parts
 into build/offline/ and writes build/offline.mk. The Makefile includes that file and `pipelab` reads it
-(load_env), so pip, uv, JBang, npm and go take what they fetch from build/offline: make installs uv
+(load_env), so pip, uv, JBang, npm, go and cargo take what they fetch from build/offline: make installs uv
 from its wheel and syncs the venv from uv's cache (hashes checked against uv.lock as usual), then
 `pipelab offline` (install) puts JBang and toxiproxy in build/tools, runs chapter 10's npm ci and go mod
-download, and resolves every Java dependency set offline. Deleting build/offline.mk goes back online.
+download, and resolves every Java dependency set offline; cargo takes chapter 11's crates from the
+bundle's vendored copy through a cargo home of its own. Deleting build/offline.mk goes back online.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ PARTS = {
     "toxiproxy": "toxiproxy-server",
     "npm": "npm's cache for chapter 10's Node lock",
     "go": "chapter 10's Go modules, as a module proxy",
+    "rust": "chapter 11's crates, vendored (cargo vendor)",
 }
+CARGO_HOME = "cargo"  # in build/offline: a cargo home whose config sends crates.io to the vendored crates
 CHECKED = ("uv", "jbang", "toxiproxy")  # parts of a few files, each checked by its digest at unpack
 DEPS_LINE = re.compile(r"^//(?:DEPS|REPOS)\s+(.+)$", re.MULTILINE)
 
@@ -252,7 +255,14 @@ def offline_env(offline: Path, parts) -> dict[str, str]:
         env |= {"npm_config_cache": str(offline / "npm"), "npm_config_offline": "true"}
     if "go" in parts:  # go.sum still checks every module; GOSUMDB=off only stops the lookups of new ones
         env |= {"GOPROXY": (offline / "go").as_uri(), "GOSUMDB": "off"}
+    if "rust" in parts:  # cargo reads source replacement from a config file, not from the environment
+        env |= {"CARGO_HOME": str(offline / CARGO_HOME)}
     return env
+
+
+def vendored(crates: Path) -> str:
+    """A cargo config that takes every crates.io crate from `crates` (Cargo.lock's checksums still hold)."""
+    return f'[source.crates-io]\nreplace-with = "bundle"\n\n[source.bundle]\ndirectory = {json.dumps(str(crates))}\n'
 
 
 def write_env(build: Path, manifest: dict, source: str) -> Path:
@@ -261,8 +271,11 @@ def write_env(build: Path, manifest: dict, source: str) -> Path:
     env = settings(build, manifest["parts"])
     if "maven" in manifest["parts"]:
         (offline / JBANG_CONFIG).write_text("# pipelab offline: Maven's local repository only\noffline=true\n")
+    if "rust" in manifest["parts"]:
+        (offline / CARGO_HOME).mkdir(exist_ok=True)
+        (offline / CARGO_HOME / "config.toml").write_text(vendored((offline / "rust").resolve()))
     lines = [
-        f"# Written by `make offline` from {source}: pip, uv, JBang, npm and go fetch from build/offline only.",
+        f"# Written by `make offline` from {source}: pip, uv, JBang, npm, go and cargo fetch from build/offline only.",
         "# The Makefile includes it and `pipelab` reads it (a shell can source it); delete it to go online.",
         *(f"export {k}={v}" for k, v in env.items()),
     ]
@@ -342,6 +355,7 @@ def build_bundle(uv: Path, uv_version: str, out: Path | None = None) -> Path:
     """Fetch every part into a scratch folder under build/, check the Java, Node and Go parts offline, pack."""
     from .. import jbang  # noqa: PLC0415
     from ..paths import build_dir  # noqa: PLC0415
+    from . import bundle_toolchains as toolchains  # noqa: PLC0415
 
     for key, value in load_env().items():  # a machine installed offline itself still fetches afresh here
         if os.environ.get(key) == value:
@@ -360,8 +374,9 @@ def build_bundle(uv: Path, uv_version: str, out: Path | None = None) -> Path:
             ("jbang", _fill_jbang),
             ("maven", lambda d: _fill_maven(d, java, work)),
             ("toxiproxy", _fill_toxiproxy),
-            ("npm", lambda d: _fill_npm(d, work)),
-            ("go", lambda d: _fill_go(d, work)),
+            ("npm", lambda d: toolchains.fill_npm(d, work)),
+            ("go", lambda d: toolchains.fill_go(d, work)),
+            ("rust", lambda d: toolchains.fill_rust(d, work)),
         ]
         for name, fill in steps:
             print(f"pipelab: bundle: {name}: {PARTS[name]} ...", flush=True)
@@ -479,47 +494,12 @@ def _fill_toxiproxy(dest: Path) -> str | None:
     return None
 
 
-def _fill_npm(dest: Path, work: Path) -> str | None:
-    """npm ci of the lock with `dest` as npm's cache, then again offline from it alone."""
-    from .. import node  # noqa: PLC0415
-
-    if why := node.unavailable():
-        return why
-    _, npm = node.require_node()
-    for round_, extra in (("online", []), ("offline", ["--offline"])):
-        src = work / f"npm-{round_}"
-        src.mkdir()
-        for name in ("package.json", "package-lock.json"):
-            shutil.copyfile(node.EXAMPLES / name, src / name)
-        argv = [npm, "ci", *extra, "--cache", dest, "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
-        _run(argv, f"npm ci ({round_}) of chapter 10's Node lock", cwd=src)
-        shutil.rmtree(dest / "_logs", ignore_errors=True)  # npm's run logs, not what it installs from
-        (dest / "_update-notifier-last-checked").unlink(missing_ok=True)
-    return None
-
-
-def _fill_go(dest: Path, work: Path) -> str | None:
-    """go mod download into a module cache of its own, whose download folder is a module proxy; then
-    every package the examples import listed with that proxy alone."""
-    from .. import golang  # noqa: PLC0415
-
-    if why := golang.available():
-        return why
-    go = golang.require_go()
-    fetched, at = work / "gomod", golang.MODULE_DIR
-    _run([go, "mod", "download"], "go mod download", cwd=at, env=golang.go_env() | {"GOMODCACHE": str(fetched)})
-    shutil.rmtree(dest)
-    shutil.copytree(fetched / "cache" / "download", dest, ignore=shutil.ignore_patterns("sumdb", "*.lock"))
-    env = golang.go_env() | {"GOMODCACHE": str(work / "gomod-check"), "GOPROXY": dest.as_uri(), "GOSUMDB": "off"}
-    _run([go, "list", "-deps", "./..."], "go list -deps (offline)", cwd=at, env=env)
-    return None
-
-
 def install(build: Path = BUILD) -> None:
-    """After make has the venv: JBang and toxiproxy into build/tools, chapter 10's Node packages and Go
-    modules from their caches, and every Java dependency set resolved offline."""
-    from .. import golang, jbang, node, proxy  # noqa: PLC0415
+    """After make has the venv: JBang and toxiproxy into build/tools, the Node packages, Go modules and
+    Rust crates from the bundle (bundle_toolchains), and every Java dependency set resolved offline."""
+    from .. import jbang, proxy  # noqa: PLC0415
     from ..paths import tools_dir  # noqa: PLC0415
+    from . import bundle_toolchains as toolchains  # noqa: PLC0415
 
     offline = build / "offline"
     try:
@@ -544,18 +524,7 @@ def install(build: Path = BUILD) -> None:
         server = tools_dir() / f"toxiproxy-{proxy.TOXIPROXY_VERSION}" / "server"  # where find_toxiproxy looks
         _place(offline / "toxiproxy" / "toxiproxy-server", server)
         print(f"pipelab: toxiproxy ready ({proxy.find_toxiproxy(build=False)})", flush=True)
-    if "npm" in parts:
-        if why := node.unavailable():
-            lacking.append(f"Node.js ({why})")
-        else:
-            print(f"pipelab: chapter 10's Node packages installed from the bundle in {node.install()}", flush=True)
-    if "go" in parts:
-        if why := golang.available():
-            lacking.append(f"Go ({why})")
-        else:
-            go = golang.require_go()
-            _run([go, "mod", "download"], "go mod download from the bundle", cwd=golang.MODULE_DIR, env=golang.go_env())
-            print("pipelab: chapter 10's Go modules unpacked from the bundle", flush=True)
+    lacking += toolchains.install(parts)
     if "maven" in parts:
         _check_java(manifest)
     for what in lacking:

@@ -2,7 +2,7 @@
 upstream source at the version the book pins (or names the server command that shows it).
 
 A link into a repository must use the tag of the version the lab installs: the lock for Python
-packages, the //DEPS lines for Java, the package-lock.json files for Node, the go.mod files for Go,
+packages, the //DEPS lines for Java, the package-lock.json files for Node, the go.mod files for Go, Cargo.lock for Rust,
 and the servers the reference run measured. A newer pin then
 fails this check until someone re-reads the cited line, which is how a Sources list stays true.
 """
@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
+from ..programs import OTHER_EXAMPLES_DIR
 from ..proxy import TOXIPROXY_VERSION
 from . import inputs
 
@@ -47,6 +49,8 @@ _TAGS = {
     "redis/redis": [("server", "redis", "{}")],
     "valkey-io/valkey": [("server", "valkey", "{}")],
     "Shopify/toxiproxy": [("toxiproxy", "", "{}")],
+    "redis-rs/redis-rs": [("cargo", "redis", "redis-{}")],
+    "aembke/fred.rs": [("cargo", "fred", "v{}")],
 }
 
 
@@ -66,7 +70,7 @@ def java_deps() -> dict[str, set[str]]:
 def _npm() -> dict[str, set[str]]:
     """npm package -> its versions, from the top-level packages of every package-lock.json of the examples."""
     found: dict[str, set[str]] = {}
-    for path in (paths.REPO / "java-examples").rglob("package-lock.json"):
+    for path in (paths.REPO / OTHER_EXAMPLES_DIR).rglob("package-lock.json"):
         if "node_modules" in path.parts:
             continue
         for where, package in json.loads(path.read_text()).get("packages", {}).items():
@@ -82,9 +86,18 @@ _GO_REQUIRE = re.compile(r"^\s*(?:require\s+)?([\w./-]+\.[\w./-]+)\s+v([\w.+-]+)
 def _go_modules() -> dict[str, set[str]]:
     """Go module -> its versions (without the v), from the require lines of every go.mod of the examples."""
     found: dict[str, set[str]] = {}
-    for path in (paths.REPO / "java-examples").rglob("go.mod"):
+    for path in (paths.REPO / OTHER_EXAMPLES_DIR).rglob("go.mod"):
         for module, version in _GO_REQUIRE.findall(path.read_text()):
             found.setdefault(module, set()).add(version)
+    return found
+
+
+def _crates() -> dict[str, set[str]]:
+    """Crate -> its versions, from every Cargo.lock of the examples."""
+    found: dict[str, set[str]] = {}
+    for path in (paths.REPO / OTHER_EXAMPLES_DIR).rglob("Cargo.lock"):
+        for package in tomllib.loads(path.read_text()).get("package", []):
+            found.setdefault(package["name"], set()).add(package["version"])
     return found
 
 
@@ -101,7 +114,7 @@ def _servers() -> dict[str, set[str]]:
 def pinned_tags() -> dict[str, set[str]]:
     """Repository -> the tags a Sources link into it may use."""
     locked, deps, servers = _locked(), java_deps(), _servers()
-    npm, go = _npm(), _go_modules()
+    npm, go, crates = _npm(), _go_modules(), _crates()
     tags: dict[str, set[str]] = {}
     for repo, pins in _TAGS.items():
         for where, name, spelling in pins:
@@ -115,6 +128,8 @@ def pinned_tags() -> dict[str, set[str]]:
                 versions = npm.get(name, set())
             elif where == "go":
                 versions = go.get(name, set())
+            elif where == "cargo":
+                versions = crates.get(name, set())
             else:
                 versions = {TOXIPROXY_VERSION}
             tags.setdefault(repo, set()).update(spelling.format(v) for v in versions)

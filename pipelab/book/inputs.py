@@ -10,9 +10,9 @@ The key covers what can change a figure, by meaning rather than by bytes:
   alias's name), with their //SOURCES, as tokens without comments (JBang's //DEPS-style directives
   count, since they pin the clients);
 - the book's own packages in the lock (name and version; the test and lab extras do not count);
-- for a chapter with Node or Go examples (java-examples/chNN-*/node, go), every file there (the
-  examples as tokens without comments, package.json, package-lock.json, go.mod, go.sum) and the
-  versions of node and go on this machine;
+- for a chapter whose harness runs Node, Go or Rust examples (node-go-rust-examples/node, go, rust),
+  every file there (the examples as tokens without comments, package.json, package-lock.json, go.mod,
+  go.sum, Cargo.toml, Cargo.lock) and the versions of node, go and cargo on this machine;
 - the server binary, quick or full, and the machine (CPU model and count, OS, Python).
 """
 
@@ -32,6 +32,7 @@ from pathlib import Path
 
 from .. import host, jbang, taught
 from ..paths import REPO, build_dir
+from ..programs import OTHER_EXAMPLES_DIR
 
 PACKAGE = REPO / "pipelab"
 # Files whose values cannot move a figure (where the lab listens), so no chapter's key holds them.
@@ -341,30 +342,26 @@ def server_identity(binary: str) -> str:
 
 # The examples in other languages, beside a chapter's Java ones: each language's folder and its
 # toolchain's version command. The lock files count byte for byte, the sources as tokens.
-TOOLCHAINS = {"node": ["node", "--version"], "go": ["go", "version"]}
-# pipelab.node and pipelab.golang read these: "off" hides the toolchain; PIPELAB_GO may also name a go.
-TOOLCHAIN_VARS = {"node": "PIPELAB_NODE", "go": "PIPELAB_GO"}
-EXAMPLE_SUFFIXES = (".mjs", ".js", ".go")
+TOOLCHAINS = {"node": ["node", "--version"], "go": ["go", "version"], "rust": ["cargo", "--version"]}
+# pipelab.node, golang and rust read these: "off" hides the toolchain; PIPELAB_GO may also name a go.
+TOOLCHAIN_VARS = {"node": "PIPELAB_NODE", "go": "PIPELAB_GO", "rust": "PIPELAB_RUST"}
+EXAMPLE_SUFFIXES = (".mjs", ".js", ".go", ".rs")
+RUNNERS = {"node": "node.py", "go": "golang.py", "rust": "rust.py"}  # each language's runner in pipelab/
 
 
 def example_files(notebook: Path, reached: dict[Path, set[str] | None]) -> list[Path]:
-    """The Node and Go files the notebook's chapter runs: its own folders' (java-examples/chNN-*/node
-    and go), and every file of the shared ones when its harness reaches their runner (pipelab/node.py,
-    pipelab/golang.py; `reached` is python_parts(notebook)); modules, caches and build output left out;
-    none for a chapter without them."""
+    """The Node, Go and Rust files the notebook's chapter runs: every file of a language's folder in
+    node-go-rust-examples/ when its harness reaches that language's runner (pipelab/node.py, golang.py,
+    rust.py; `reached` is python_parts(notebook)); modules, caches and build output left out; none for
+    a chapter without them."""
     folders = [
-        folder / lang
-        for folder in sorted((REPO / "java-examples").glob(f"ch{notebook.name[:2]}-*"))
-        for lang in TOOLCHAINS
+        REPO / OTHER_EXAMPLES_DIR / lang for lang, runner in RUNNERS.items() if REPO / "pipelab" / runner in reached
     ]
-    for runner, lang in (("node.py", "node"), ("golang.py", "go")):
-        if REPO / "pipelab" / runner in reached:
-            folders += sorted((REPO / "java-examples").glob(f"ch*-*/{lang}"))
     found = {
         path
         for folder in folders
         for path in folder.rglob("*")
-        if path.is_file() and "node_modules" not in path.parts and not path.name.startswith(".")
+        if path.is_file() and not {"node_modules", "target"} & set(path.parts) and not path.name.startswith(".")
     }
     return sorted(found)
 
@@ -419,7 +416,9 @@ def sources(notebook: Path, aliases: list[str], *, quick: bool = False) -> dict:
     examples = example_files(notebook, parts)
     if examples:  # only then: the other chapters' keys stay as they were
         out["examples"] = {_name(path): _sha(example_meaning(path)) for path in examples}
-        out["toolchains"] = toolchain_versions({path.relative_to(REPO).parts[2] for path in examples})
+        out["toolchains"] = toolchain_versions(
+            {path.relative_to(REPO / OTHER_EXAMPLES_DIR).parts[0] for path in examples}
+        )
     return out
 
 

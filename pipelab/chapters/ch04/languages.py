@@ -1,5 +1,5 @@
 """Sections 4 and 5 for the Go and Node clients: one bad command, and a connection cut mid-pipeline.
-Their examples (java-examples/ch10-auto-pipelining/go/errors, node/errors.mjs) run every client case
+Their examples (node-go-rust-examples/go/errors, node/errors.mjs) run every client case
 and report facts; this runs them and shapes the facts. Without Go or Node, that language's rows are
 left out and the section says so in one line (ch10.toolchain_note)."""
 

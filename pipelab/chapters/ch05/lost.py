@@ -16,7 +16,7 @@ from redis.cluster import key_slot
 from ...cluster_faults import alive, pause_writes, pid_of, refuse, restart, unpause
 from ...params import Size
 from ...results import md_table, quantity
-from .clients import caller_view, case_summary, cell, command_counts, counted, run_elsewhere, totals
+from .clients import caller_view, case_summary, cell, command_counts, counted, totals
 
 N_LOST = Size(full=3_000, quick=300)
 KILL_AFTER_S = 0.2
@@ -56,7 +56,28 @@ def _redispy_case(cluster, victim, keys, set_all, wait_ms: int) -> dict:
 
 def lost_runs(lab, cluster, prefix: str, n: int, set_all) -> dict:
     """{client: what its caller saw, plus the SETs the survivors ran and the share they serve}; or
-    {"skipped": sentence} on a cluster the lab did not start."""
+    {"skipped": sentence} on a cluster the lab did not start: redis-py in this process (the notebook's
+    `set_all`), the others in their examples' processes."""
+    from .clients import run_elsewhere  # noqa: PLC0415  (here: chapter 11 takes lose_master without Go and Node)
+
+    def redis_py(victim, keys, wait_ms):
+        return _redispy_case(cluster, victim, keys, set_all, wait_ms)
+
+    def elsewhere(name):
+        def case(victim, keys, wait_ms):
+            return run_elsewhere(
+                lab, cluster.nodes[0], name, "lost", victim.port, pid_of(cluster, victim), len(keys), wait_ms
+            )
+
+        return case
+
+    return lose_master(lab, cluster, prefix, n, {"redis-py": redis_py} | {name: elsewhere(name) for name in OTHERS})
+
+
+def lose_master(lab, cluster, prefix: str, n: int, cases: dict) -> dict:
+    """Each of `cases` ({client: case(victim, keys, wait_ms)}, which kills the victim master mid-pipeline
+    and gives its facts, or a sentence when its toolchain is missing) with the last master paused and
+    started again after; as lost_runs. Chapter 11 passes its Rust clients."""
     if why := refuse(cluster, "Losing a master"):
         return {"skipped": why}
     victim, wait_ms = cluster.nodes[-1], lab.size(WAIT_MS)
@@ -65,14 +86,10 @@ def lost_runs(lab, cluster, prefix: str, n: int, set_all) -> dict:
     owners = cluster.slot_owners()
     share = sum(1 for k in keys if owners[key_slot(k.encode())] != victim)
     rows = {}
-    for name in ("redis-py", *OTHERS):
+    for name, case in cases.items():
         before = command_counts(survivors, ("set",))
         pause_writes(victim)
-        if name == "redis-py":
-            facts = _redispy_case(cluster, victim, keys, set_all, wait_ms)
-        else:
-            pid = pid_of(cluster, victim)
-            facts = run_elsewhere(lab, survivors[0], name, "lost", victim.port, pid, n, wait_ms)
+        facts = case(victim, keys, wait_ms)
         if isinstance(facts, str):  # the toolchain is missing; the master was not touched
             rows[name] = {"skipped": facts}
             unpause(victim)

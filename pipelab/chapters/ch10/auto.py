@@ -331,12 +331,12 @@ PAIRS = (
 )
 
 
-def pair_figures(curves: dict) -> dict:
+def pair_figures(curves: dict, pairs=PAIRS) -> dict:
     """Per pair and RTT: `<pair>_gain_r<rtt>_c<callers>` (ops/s of the auto-pipelined one ÷ the other's,
     with its interval, paired where the example interleaved them) at every caller count, `_gain_r<rtt>`
     at the most callers, and `<pair>_p50_cost_r<rtt>` (p50 of the auto-pipelined ÷ the other's, one caller)."""
     out = {}
-    for name, auto, plain in PAIRS:
+    for name, auto, plain in pairs:
         a, b = curves.get(auto, {}), curves.get(plain, {})
         for rtt, callers in sorted(a.keys() & b.keys()):
             fast, slow = a[(rtt, callers)], b[(rtt, callers)]
@@ -355,7 +355,7 @@ def point_key(m: Measurement) -> str:
     return f"{slug(p['client'])}_{slug(p['mode'])}_r{p['rtt_ms']:g}_c{p['callers']}"
 
 
-def auto_summary(points: list[Measurement]) -> dict:
+def auto_summary(points: list[Measurement], pairs=PAIRS) -> dict:
     """Per point (`<client>_<mode>_r<rtt>_c<callers>`): `_ops` (with its interval), `_p50`, `_p99`,
     `_cpr` (commands per server read), `_cpu` (client CPU per operation); per client-mode and RTT,
     `_r<rtt>_gain`, ops/s at the most callers ÷ at one caller; and the pairs' figures (pair_figures)."""
@@ -371,7 +371,7 @@ def auto_summary(points: list[Measurement]) -> dict:
             one, most = curve.get((rtt, min(CALLERS))), curve.get((rtt, max(CALLERS)))
             if one and most:  # ops/s at the most callers over at one: one's time over most's, per operation
                 out[f"{slug(client)}_{slug(mode)}_r{rtt:g}_gain"] = ratio_figure(one, most, most.ops / one.ops)
-    return out | pair_figures(series(points))
+    return out | pair_figures(series(points), pairs)
 
 
 @plots.draws("ch10/auto")
@@ -382,7 +382,7 @@ def auto_plot(doc: dict) -> Figure:
     fig, axes = plt.subplots(2, len(rtts), figsize=(5.5 * len(rtts), 8), squeeze=False, sharex=True)
     curves = series(points)
     colors = plt.get_cmap("tab20").colors
-    markers = {"Python": "o", "Java": "s", "Node.js": "^", "Go": "D"}  # a marker per language
+    markers = {"Python": "o", "Java": "s", "Node.js": "^", "Go": "D", "Rust": "v"}  # a marker per language
     for col, rtt in enumerate(rtts):
         for i, ((client, mode), curve) in enumerate(curves.items()):
             xs = sorted(c for r, c in curve if r == rtt)

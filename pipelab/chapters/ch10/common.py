@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ...jbang import JavaRun
 from ...measure import Measurement
 from ...server import PREFIX as LAB_PREFIX
 
@@ -15,6 +16,7 @@ LANGUAGES = {
     "Java": ("Jedis", "Lettuce", "GLIDE (Java)"),
     "Node.js": ("ioredis", "node-redis", "GLIDE (Node)"),
     "Go": ("go-redis", "rueidis", "valkey-go"),
+    "Rust": ("redis-rs", "fred"),  # chapter 11's, through the same tables
 }
 
 
@@ -48,3 +50,24 @@ def as_runs(run) -> list[Measurement]:
         if "client" in m.params:
             m.params["client"] = CLIENT_NAMES.get(m.params["client"], m.params["client"])
     return out
+
+
+def merge_rtts(runs: dict[float, JavaRun]) -> JavaRun:
+    """One run from an example's runs at each RTT: every per-mode map's keys get _rtt<ms>, facts stay as they are."""
+    merged: dict = {}
+    lines: list[str] = []
+    for rtt, run in runs.items():
+        lines += run.lines
+        data = run.data
+        for part in ("modes", "ops", "cpu_s", "warmup_s", "fields", "wire"):
+            merged.setdefault(part, {}).update({f"{mode}_rtt{rtt:g}": v for mode, v in data.get(part, {}).items()})
+        merged.setdefault("paired", {}).update(
+            {
+                f"{mode}_rtt{rtt:g}": " / ".join(f"{m}_rtt{rtt:g}" for m in group.split(" / "))
+                for mode, group in data.get("paired", {}).items()
+            }
+        )
+        merged.setdefault("facts", {}).update(data.get("facts", {}))
+        for key in ("example", "go_version", "clients", "size", "repeat", "warmup"):  # the same in every run
+            merged.setdefault(key, data.get(key))
+    return JavaRun(next(iter(runs.values())).alias, merged, lines)

@@ -1,4 +1,4 @@
-"""Chapter 10's Go examples (java-examples/ch10-auto-pipelining/go), run by pipelab.golang: explicit pipelines
+"""Chapter 10's Go examples (node-go-rust-examples/go), run by pipelab.golang: explicit pipelines
 (go-redis, rueidis), the auto-pipelining curve (rueidis in three modes, go-redis's pool and autopipeliner,
 valkey-go; beside them rueidis and valkey-go under GOMAXPROCS 4 and rueidis with a MaxFlushDelay) with
 rueidis's head-of-line, big-DoMulti and direct-path cases, and go-redis's cluster pipeline. Each
@@ -11,6 +11,7 @@ from ... import golang, stats
 from ...host import Unavailable
 from ...jbang import JavaRun
 from ...results import quantity
+from .common import merge_rtts
 from .parameters import (
     BIG_BYTES,
     CALLERS,
@@ -82,27 +83,6 @@ def measure_go_cluster(lab, cluster) -> JavaRun | None:
         return None
     node = cluster.nodes[0]
     return golang.run_example("cluster", node, lab.size(N_EXPLICIT), lab.size(REPEAT), lab.size(WARMUP), cluster=node)
-
-
-def merge_rtts(runs: dict[float, JavaRun]) -> JavaRun:
-    """One run from the runs at each RTT: every per-mode map's keys get _rtt<ms>, facts stay as they are."""
-    merged: dict = {}
-    lines: list[str] = []
-    for rtt, run in runs.items():
-        lines += run.lines
-        data = run.data
-        for part in ("modes", "ops", "cpu_s", "warmup_s", "fields", "wire"):
-            merged.setdefault(part, {}).update({f"{mode}_rtt{rtt:g}": v for mode, v in data.get(part, {}).items()})
-        merged.setdefault("paired", {}).update(
-            {
-                f"{mode}_rtt{rtt:g}": " / ".join(f"{m}_rtt{rtt:g}" for m in group.split(" / "))
-                for mode, group in data.get("paired", {}).items()
-            }
-        )
-        merged.setdefault("facts", {}).update(data.get("facts", {}))
-        for key in ("example", "go_version", "clients", "size", "repeat", "warmup"):
-            merged.setdefault(key, data.get(key))
-    return JavaRun("go:auto", merged, lines)
 
 
 HOL_CASES = ("alone", "shared", "separate")

@@ -1,4 +1,4 @@
-"""Chapter 10's Node.js examples (java-examples/ch10-auto-pipelining/node), run by pipelab.node: explicit
+"""Chapter 10's Node.js examples (node-go-rust-examples/node), run by pipelab.node: explicit
 pipelines (node-redis, ioredis), the auto-pipelining curve (ioredis with auto-pipelining off and on,
 node-redis, GLIDE for Node) with the head-of-line cases and ioredis's batch wait, and ioredis's cluster
 pipeline. Each measure

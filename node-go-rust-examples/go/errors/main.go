@@ -28,7 +28,7 @@
 //
 //	go run ./errors host port errors
 //	go run ./errors host port drop <n> <toxiproxy-api-url> <proxy-name> <cut-ms>
-//	e.g. (in java-examples/ch10-auto-pipelining/go)  go run ./errors 127.0.0.1 16381 drop 2000 http://127.0.0.1:8474 pipelab-redis 300
+//	e.g. (in node-go-rust-examples/go)  go run ./errors 127.0.0.1 16381 drop 2000 http://127.0.0.1:8474 pipelab-redis 300
 package main
 
 import (

@@ -43,7 +43,7 @@
 //
 //	go run ./auto [host] [port] [sampleMs] [repeat] [warmup] [callers] [rttMs] [valueBytes] [holMs] [bigBytes] [readers]
 //	              [procs] [flushUs] [directGets]
-//	e.g. (in java-examples/ch10-auto-pipelining/go)  go run ./auto 127.0.0.1 6379 150 2 1 1,4,16,64,256 0 16 500 8000000 8 4 20 1000
+//	e.g. (in node-go-rust-examples/go)  go run ./auto 127.0.0.1 6379 150 2 1 1,4,16,64,256 0 16 500 8000000 8 4 20 1000
 package main
 
 import (

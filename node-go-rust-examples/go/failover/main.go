@@ -29,7 +29,7 @@
 // replies_failed, errors ({text: count}), waited_ms (pipeline start to return) and client.
 //
 //	go run ./failover host port <scenario> <client or setting> ...
-//	e.g. (in java-examples/ch10-auto-pipelining/go)  go run ./failover 127.0.0.1 7000 scripts goredis 200 "return redis.call('INCR', KEYS[1])"
+//	e.g. (in node-go-rust-examples/go)  go run ./failover 127.0.0.1 7000 scripts goredis 200 "return redis.call('INCR', KEYS[1])"
 package main
 
 import (

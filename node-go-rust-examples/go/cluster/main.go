@@ -16,7 +16,7 @@
 // of any code they counted): all 0 when go-redis refuses the transaction before sending it.
 //
 //	go run ./cluster [host] [port] [size] [repeat] [warmup]
-//	e.g. (in java-examples/ch10-auto-pipelining/go)  go run ./cluster 127.0.0.1 7000 10000 3 1
+//	e.g. (in node-go-rust-examples/go)  go run ./cluster 127.0.0.1 7000 10000 3 1
 package main
 
 import (

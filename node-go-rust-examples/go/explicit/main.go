@@ -14,7 +14,7 @@
 // tx_pipelined, do_multi), workload (ping, sadd), commands and reads (the server's, per sample).
 //
 //	go run ./explicit [host] [port] [size] [repeat] [warmup] [workloads]
-//	e.g. (in java-examples/ch10-auto-pipelining/go)  go run ./explicit 127.0.0.1 6379 10000 3 1 ping,sadd
+//	e.g. (in node-go-rust-examples/go)  go run ./explicit 127.0.0.1 6379 10000 3 1 ping,sadd
 package main
 
 import (

@@ -1,0 +1,135 @@
+"""Section 2: redis-rs's multiplexed connection and ConnectionManager, and one fred client (fred 10
+always pipelines; its switch is gone) beside fred's ExclusivePool, a client per caller, under 1 to 256 concurrent tasks at 0 and 1 ms RTT: chapter 10's curve (its
+callers, RTTs, point length and tables), with chapter 10's own figures for a few clients drawn beside."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from ... import plots
+from ...jbang import JavaRun
+from ...measure import Measurement
+from ...paths import reference_dir, results_dir
+from ...results import load
+from ..ch10.auto import auto_summary, point_stat, series
+from ..ch10.common import merge_rtts
+from ..ch10.parameters import CALLERS, POINT_MS, REPEAT_AUTO, RTTS_MS, VALUE_BYTES
+from .runs import run, rust_note
+
+# The comparisons the prose makes, measured in the same rounds: (name, one client-mode, the other).
+PAIRS = (
+    ("fred_pool", ("fred", "one client"), ("fred", "ExclusivePool")),
+    ("redisrs_manager", ("redis-rs", "ConnectionManager"), ("redis-rs", "multiplexed connection")),
+    ("fred_vs_redisrs", ("fred", "one client"), ("redis-rs", "multiplexed connection")),
+)
+# Chapter 10's curves drawn beside the Rust ones (grey): its fastest and its plainest auto-pipeliners.
+CH10_BESIDE = (("rueidis", "auto"), ("Lettuce", "shared connection"), ("ioredis", "auto"))
+
+
+def measure_rust_auto(lab) -> JavaRun | None:
+    """The curve at each RTT the lab can inject, one run each (its modes suffixed _rtt<ms>)."""
+    if rust_note(lab):  # before a proxy is opened for nothing
+        return None
+    runs = {}
+    for rtt in RTTS_MS:
+        if rtt and not lab.rtt_available:
+            continue  # no toxiproxy: the 0 ms curve alone (lab.proxy_note says why)
+        with lab.rtt(rtt) as link:
+            got = run(
+                lab,
+                "auto",
+                link.endpoint,
+                lab.size(POINT_MS),
+                lab.size(REPEAT_AUTO),
+                1,
+                ",".join(map(str, CALLERS)),
+                rtt,
+                VALUE_BYTES,
+            )
+        if got is None:
+            return None
+        runs[rtt] = got
+    return merge_rtts(runs)
+
+
+def chapter10_curve() -> dict:
+    """Chapter 10's points for CH10_BESIDE as the site shows them (this machine's run, else the
+    reference's), measured in another run than these: {"from": where they come from, "points": [{client, mode, rtt_ms, callers, ops, p99_us}]}."""
+    # as the site picks a chapter's results (pipelab.book, which notebooks do not import)
+    found = (load("ch10/auto", base) for base in (results_dir(), reference_dir()))
+    doc = next((doc for doc in found if doc is not None), None)
+    if doc is None:
+        return {"from": "", "points": []}
+    points = []
+    for (client, mode), curve in series([m for m in doc["measurements"] if "callers" in m.params]).items():
+        if (client, mode) not in CH10_BESIDE:
+            continue
+        for (rtt, callers), m in curve.items():
+            p99 = point_stat(m, "p99")[0]
+            points.append(
+                {"client": client, "mode": mode, "rtt_ms": rtt, "callers": callers, "ops": m.ops_per_s, "p99_us": p99}
+            )
+    measured = (doc.get("environment") or {}).get("measured_at", "")[:10]
+    return {
+        "from": f"chapter 10's run of {measured}",
+        "points": points,
+    }
+
+
+def curve_summary(points: list[Measurement]) -> dict:
+    return auto_summary(points, PAIRS)
+
+
+@plots.draws("ch11/curve")
+def curve_plot(doc: dict) -> Figure:
+    points = [m for m in doc["measurements"] if "callers" in m.params]
+    beside = doc["params"].get("chapter10", {"points": [], "from": ""})
+    rtts = sorted({m.params["rtt_ms"] for m in points}) or [0]
+    fig, axes = plt.subplots(2, len(rtts), figsize=(5.5 * len(rtts), 8), squeeze=False, sharex=True)
+    colors = plt.get_cmap("tab10").colors
+    greys = ("0.35", "0.55", "0.75")
+    for col, rtt in enumerate(rtts):
+        top, bottom = axes[0][col], axes[1][col]
+        for i, (client, mode) in enumerate(CH10_BESIDE):
+            own = sorted(
+                (p["callers"], p)
+                for p in beside["points"]
+                if (p["client"], p["mode"]) == (client, mode) and p["rtt_ms"] == rtt
+            )
+            if own:
+                style = {"color": greys[i], "linestyle": "--", "label": f"{client}, {mode} ({beside['from']})"}
+                top.plot([c for c, _ in own], [p["ops"] for _, p in own], **style)
+                bottom.plot(
+                    [c for c, p in own if p["p99_us"]], [p["p99_us"] / 1e3 for _, p in own if p["p99_us"]], **style
+                )
+        for i, ((client, mode), curve) in enumerate(series(points).items()):
+            xs = sorted(c for r, c in curve if r == rtt)
+            style = {"color": colors[i % len(colors)], "marker": "v", "label": f"{client}, {mode}"}
+            top.plot(xs, [curve[(rtt, c)].ops_per_s for c in xs], **style)
+            p99 = [(c, point_stat(curve[(rtt, c)], "p99")[0]) for c in xs]
+            bottom.plot([c for c, v in p99 if v], [v / 1e3 for _, v in p99 if v], **style)
+        top.set_title(f"+{rtt:g} ms RTT")
+        top.set_ylabel("operations per second")
+        bottom.set_ylabel("p99 latency, ms (log)")
+        bottom.set_yscale("log")
+        bottom.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))  # 1, 2, 5 ms, as chapter 10's plot
+        bottom.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        bottom.yaxis.set_minor_formatter(NullFormatter())
+        bottom.set_xlabel("concurrent tasks on one client (log)")
+        for ax in (top, bottom):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(CALLERS, [str(c) for c in CALLERS])
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9)
+    fig.suptitle("Rust's clients on chapter 10's curve: throughput and p99 against concurrent tasks")
+    fig.tight_layout(rect=(0, 0.16, 1, 1))  # the legend's rows below the axes, clear of their labels
+    return fig
+
+
+CURVE_ALT = (
+    "Two rows of line charts, one column per RTT: operations per second (top) and p99 latency (bottom) against 1 "
+    "to 256 concurrent tasks on one client, one coloured line per Rust client and mode, and dashed grey lines "
+    "for three of chapter 10's clients"
+)
