@@ -76,19 +76,25 @@ def switch_tab(tabbed, to: int) -> list[str]:
     return []
 
 
-def java_tab_switches_and_shows_java(tab, markdown: str) -> list[str]:
-    """A tabbed set with Java among two or more tabs: switch away and back, and the Java panel shows Java
-    (a method or a class from the example's marked section)."""
+# The languages of the chapters' own examples, as a tab names them, and what their code shows.
+EXAMPLE_CODE = {"Java": r"\b(static|class) ", "Rust": r"\bfn "}
+
+
+def example_tab_switches_and_shows_code(tab, markdown: str) -> list[str]:
+    """A tabbed set with the chapter's example language (Java; Rust in chapter 11) among two or more tabs:
+    switch away and back, and its panel shows that language (a method, a class or a function from the
+    example's marked section)."""
     for tabbed in tab.page.locator("article .tabbed-set").all():
         names = tabbed.locator(":scope > .tabbed-labels > label").all_inner_texts()
-        java = next((i for i, n in enumerate(names) if "Java" in n), None)
-        if java is None or len(names) < 2:
+        found = next(((i, lang) for i, n in enumerate(names) for lang in EXAMPLE_CODE if lang in n), None)
+        if found is None or len(names) < 2:
             continue
-        other = (java + 1) % len(names)  # shown first, so the click on Java is a real switch
-        problems = switch_tab(tabbed, other) + switch_tab(tabbed, java)
-        code = tabbed.locator(":scope > .tabbed-content > .tabbed-block").nth(java).inner_text()
-        return problems + ([] if re.search(r"\b(static|class) ", code) else [f"the tab {names[java]!r} shows no Java"])
-    return ["no tabbed set with a Java tab beside another"]
+        at, lang = found
+        other = (at + 1) % len(names)  # shown first, so the click on the example's tab is a real switch
+        problems = switch_tab(tabbed, other) + switch_tab(tabbed, at)
+        code = tabbed.locator(":scope > .tabbed-content > .tabbed-block").nth(at).inner_text()
+        return problems + ([] if re.search(EXAMPLE_CODE[lang], code) else [f"the tab {names[at]!r} shows no {lang}"])
+    return ["no tabbed set with a Java or Rust tab beside another"]
 
 
 def measured_table_filled(tab, markdown: str) -> list[str]:
@@ -115,7 +121,7 @@ def measured_table_filled(tab, markdown: str) -> list[str]:
     return [f'{len(empty)} of {len(yours)} "Yours" cells of the "What you measured" table are empty'] if empty else []
 
 
-CHAPTER_CHECKS = [first_paragraph_asks, plots_load, java_tab_switches_and_shows_java, measured_table_filled]
+CHAPTER_CHECKS = [first_paragraph_asks, plots_load, example_tab_switches_and_shows_code, measured_table_filled]
 
 
 def visit(site: Path) -> dict:
