@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 import tomllib
 from pathlib import Path
 
@@ -110,9 +109,6 @@ def _cargo(cargo: str, *argv: str) -> subprocess.CompletedProcess:
         ) from None
 
 
-LAST_BUILD_S: list[float] = []  # seconds each build in this process took (a first one compiles the crates)
-
-
 def build(name: str) -> Path:
     """Example `name`'s binary, built now if a source, the lock or cargo changed since its last build
     (one binary at a time: a learner's broken edit of one example leaves the others running)."""
@@ -124,7 +120,6 @@ def build(name: str) -> Path:
     print(
         f"pipelab: building the Rust example {name} (cargo build --locked --offline, once per change) ...", flush=True
     )
-    start = time.monotonic()
     argv = ("build", "--release", "--locked", "--offline", "--bin", name)
     done = _cargo(cargo, *argv)
     if done.returncode != 0 and "offline" in done.stderr:
@@ -138,7 +133,6 @@ def build(name: str) -> Path:
     if done.returncode != 0:
         raise LabError(f"cargo build failed in {CRATE_DIR} ({jbang.failure_line(done.stderr or done.stdout)}).")
     stamp.write_text(f"{key} {_made(program)}")
-    LAST_BUILD_S.append(time.monotonic() - start)
     return program
 
 
