@@ -463,7 +463,10 @@ def test_ex08_accepts_other_exactly_once_designs(charge, lab):
     start = time.perf_counter()
     figures = exercises.check_ex08(lab, charge)
     assert figures["reply_lost_runs"] == figures["request_lost_runs"] == 1 and figures["repeat_moved"] == 0
-    assert figures["client_gave_up_s"] == pytest.approx(EX08_TIMEOUT, abs=0.3)
+    # The client's own socket_timeout closed the silent connection, not the check after EX08_HOLD_S; the
+    # upper bound leaves room for a slow spell of the shared VM (CI once read 0.97 s here).
+    assert figures["closed_by"] == "client"
+    assert EX08_TIMEOUT - 0.05 <= figures["client_gave_up_s"] < 4 * EX08_TIMEOUT
     assert time.perf_counter() - start < 10
 
 
