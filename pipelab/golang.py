@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from . import jbang
@@ -123,7 +122,6 @@ def build(name: str) -> Path:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     print(f"pipelab: building the Go example {name} (go build, once per change) ...", flush=True)
-    start = time.monotonic()
     done = subprocess.run(
         [go, "build", "-trimpath", "-o", str(out), f"./{name}"],
         cwd=MODULE_DIR,
@@ -137,11 +135,7 @@ def build(name: str) -> Path:
             "proxy is reachable (the first build downloads the modules go.sum names)."
         )
     stamp.write_text(key)
-    LAST_BUILD_S[name] = time.monotonic() - start
     return out
-
-
-LAST_BUILD_S: dict[str, float] = {}  # seconds the last build of each example took in this process
 
 
 def run_example(name: str, target: Endpoint, *args, cluster: Endpoint | None = None) -> JavaRun:

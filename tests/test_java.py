@@ -171,6 +171,15 @@ def test_the_depth_example_runs_the_depths_it_is_given_and_refuses_a_bad_list(jd
         lab.java("ch02-depth", 500, 1, 0, "1,two")
 
 
+def test_the_shared_connection_example_runs_only_the_clients_it_is_given_and_no_list_leaves_out_head_of_line(jdk, lab):
+    # Chapter 10 runs ch07-mux this way: Jedis and Lettuce, no Redisson, no head-of-line part.
+    run = lab.java("ch07-mux", 200, 1, 1, "1,4", 0, 2, 200, "jedis,lettuce")
+    assert sorted(run.measurements()) == ["jedis_pool_t1", "jedis_pool_t4", "lettuce_t1", "lettuce_t4"]
+    assert not [name for name in run.facts if name.startswith(("hol_", "redisson", "list_length"))], run.facts
+    with pytest.raises(LabError, match="clients must be some of jedis,lettuce,redisson, not redis"):
+        lab.java("ch07-mux", 200, 1, 1, "1", 0, 2, 200, "redis")
+
+
 def test_example_refuses_a_database_with_foreign_keys(jdk, lab, foreign_key):
     with pytest.raises(LabError, match="not the lab's"):
         lab.java("ch01-sadd", 10, 1)

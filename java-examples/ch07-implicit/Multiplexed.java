@@ -21,8 +21,10 @@
 // came alone, more means the client's writes carried several. A second part measures what the
 // sharing costs: readers doing small GETs on the shared Lettuce connection, alone, while another
 // thread sends a slow LRANGE with a big reply on the SAME connection, and on a separate one.
+// `clients` picks some of the three (chapter 10 reads Jedis and Lettuce only); listLength 0 leaves the
+// second part out.
 //
-//   jbang ch07-mux [host] [port] [size] [repeat] [warmup] threads listLength [readers] [holdMs]
+//   jbang ch07-mux [host] [port] [size] [repeat] [warmup] threads listLength [readers] [holdMs] [clients]
 //   e.g.  jbang ch07-mux 127.0.0.1 "$PIPELAB_PORT" 20000 3 1 1,8,64 200000 8 2000  (the notebook passes chapter 7's)
 
 import java.time.Duration;
@@ -71,25 +73,33 @@ public class Multiplexed {
         LabSupport.run(EXAMPLE, LabSupport.usual(args), 20_000, 3, s -> bench(s, extra));
     }
 
-    record Params(List<Integer> threads, int listLength, int readers, int holdMs) {
+    static final List<String> CLIENTS = List.of("jedis", "lettuce", "redisson");
+
+    record Params(List<Integer> threads, int listLength, int readers, int holdMs, List<String> clients) {
     }
 
     static Params params(String[] extra) {
-        if (extra.length > 4) {
-            throw new LabSupport.Stop(2, EXAMPLE + ": expected at most 4 arguments after the usual five"
-                    + " (threads listLength readers holdMs) but got " + extra.length + ".");
+        if (extra.length > 5) {
+            throw new LabSupport.Stop(2, EXAMPLE + ": expected at most 5 arguments after the usual five"
+                    + " (threads listLength readers holdMs clients) but got " + extra.length + ".");
         }
         List<Integer> threads = extra.length > 0 ? LabSupport.intList(EXAMPLE, "threads", extra[0]) : List.of(1, 8, 64);
         if (threads.stream().anyMatch(t -> t > MAX_THREADS)) {
             throw new LabSupport.Stop(2, EXAMPLE + ": threads must be at most " + MAX_THREADS + ", not " + threads + ".");
         }
-        int listLength = extra.length > 1 ? LabSupport.intList(EXAMPLE, "listLength", extra[1]).get(0) : 200_000;
+        int listLength = extra.length < 2 ? 200_000
+                : extra[1].equals("0") ? 0 : LabSupport.intList(EXAMPLE, "listLength", extra[1]).get(0);
         int readers = extra.length > 2 ? LabSupport.intList(EXAMPLE, "readers", extra[2]).get(0) : 8;
         int holdMs = extra.length > 3 ? LabSupport.intList(EXAMPLE, "holdMs", extra[3]).get(0) : 2_000;
         if (readers > MAX_THREADS) {
             throw new LabSupport.Stop(2, EXAMPLE + ": readers must be at most " + MAX_THREADS + ", not " + readers + ".");
         }
-        return new Params(threads, listLength, readers, holdMs);
+        List<String> clients = extra.length > 4 ? List.of(extra[4].split(",")) : CLIENTS;
+        if (clients.isEmpty() || !CLIENTS.containsAll(clients)) {
+            throw new LabSupport.Stop(2, EXAMPLE + ": clients must be some of " + String.join(",", CLIENTS)
+                    + ", not " + extra[4] + ".");
+        }
+        return new Params(threads, listLength, readers, holdMs, clients);
     }
 
     static void bench(LabSupport.Settings s, String[] extra) throws Exception {
@@ -118,29 +128,41 @@ public class Multiplexed {
                 StatefulRedisConnection<String, String> shared = lettuce.connect();
                 // Redisson's connections are the unnamed ones it adds to what is there already.
                 int unnamedBefore = LabSupport.connectionsNamed(control, "");
-                redisson = Redisson.create(RedissonSupport.config(s));
-                report.fact("redisson_connections_at_start", LabSupport.connectionsNamed(control, "") - unnamedBefore);
-                report.header(s.size() + " INCRs split over " + p.threads() + " threads per client, then "
-                        + p.readers() + " readers' GETs beside a slow LRANGE of " + p.listLength() + " elements");
+                if (p.clients().contains("redisson")) {
+                    redisson = Redisson.create(RedissonSupport.config(s));
+                    report.fact("redisson_connections_at_start",
+                            LabSupport.connectionsNamed(control, "") - unnamedBefore);
+                }
+                report.header(s.size() + " INCRs split over " + p.threads() + " threads per client ("
+                        + String.join(", ", p.clients()) + ")" + (p.listLength() == 0 ? "" : ", then " + p.readers()
+                        + " readers' GETs beside a slow LRANGE of " + p.listLength() + " elements"));
 
                 for (int threads : p.threads()) {
                     ExecutorService pool = Executors.newFixedThreadPool(threads);
                     try {
-                        jedisPooled(report, s, control, pool, threads, jedisKey);
-                        RedisCommands<String, String> sync = shared.sync();
-                        run(report, s, control, "lettuce_t" + threads, "lettuce 1 conn t" + threads, lettuceKey,
-                                () -> LabSupport.split(pool, threads, s.size(), () -> lettuceIncr(sync, lettuceKey)),
-                                () -> LabSupport.connectionsNamed(control, LETTUCE_NAME));
-                        RAtomicLong counter = redisson.getAtomicLong(redissonKey);
-                        run(report, s, control, "redisson_t" + threads, "redisson t" + threads, redissonKey,
-                                () -> LabSupport.split(pool, threads, s.size(), () -> redissonIncr(counter)),
-                                () -> LabSupport.connectionsNamed(control, "") - unnamedBefore);
+                        if (p.clients().contains("jedis")) {
+                            jedisPooled(report, s, control, pool, threads, jedisKey);
+                        }
+                        if (p.clients().contains("lettuce")) {
+                            RedisCommands<String, String> sync = shared.sync();
+                            run(report, s, control, "lettuce_t" + threads, "lettuce 1 conn t" + threads, lettuceKey,
+                                    () -> LabSupport.split(pool, threads, s.size(), () -> lettuceIncr(sync, lettuceKey)),
+                                    () -> LabSupport.connectionsNamed(control, LETTUCE_NAME));
+                        }
+                        if (redisson != null) {
+                            RAtomicLong counter = redisson.getAtomicLong(redissonKey);
+                            run(report, s, control, "redisson_t" + threads, "redisson t" + threads, redissonKey,
+                                    () -> LabSupport.split(pool, threads, s.size(), () -> redissonIncr(counter)),
+                                    () -> LabSupport.connectionsNamed(control, "") - unnamedBefore);
+                        }
                     } finally {
                         pool.shutdownNow();
                     }
                 }
 
-                headOfLine(report, s, control, lettuce, shared, p, small, list);
+                if (p.listLength() > 0) {
+                    headOfLine(report, s, control, lettuce, shared, p, small, list);
+                }
             } finally {
                 RedisClient lc = lettuce;
                 try {
@@ -243,7 +265,7 @@ public class Multiplexed {
         try (StatefulRedisConnection<String, String> separate = lettuce.connect()) {
             // Unrecorded: compiles the GET and LRANGE paths, so no case pays for the JIT.
             readersBesideSlow(shared, separate, new Params(p.threads(), p.listLength(), p.readers(),
-                    Math.max(1, p.holdMs() / 4)), small, list);
+                    Math.max(1, p.holdMs() / 4), p.clients()), small, list);
             holCase(report, s, control, "alone", shared, null, p, small, list);
             holCase(report, s, control, "shared", shared, shared, p, small, list);
             holCase(report, s, control, "separate", shared, separate, p, small, list);

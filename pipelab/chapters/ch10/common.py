@@ -1,12 +1,15 @@
-"""Chapter 10's shared parts: its key prefix, the clients' languages, and the runs in one shape."""
+"""Chapter 10's shared parts: its key prefix, the clients' languages, the RTTs a curve runs at, and the
+runs in one shape."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from ...jbang import JavaRun
 from ...measure import Measurement
 from ...server import PREFIX as LAB_PREFIX
+from .parameters import RTTS_MS
 
 PREFIX = LAB_PREFIX + "ch10:"
 
@@ -71,3 +74,13 @@ def merge_rtts(runs: dict[float, JavaRun]) -> JavaRun:
         for key in ("example", "go_version", "clients", "size", "repeat", "warmup"):  # the same in every run
             merged.setdefault(key, data.get(key))
     return JavaRun(next(iter(runs.values())).alias, merged, lines)
+
+
+def each_rtt(lab, rtts=RTTS_MS) -> Iterator[tuple[float, object]]:
+    """(rtt, link) for each RTT the lab can inject, the proxy open while the caller uses the link. Without
+    toxiproxy only 0 ms (lab.proxy_note says why)."""
+    for rtt in rtts:
+        if rtt and not lab.rtt_available:
+            continue
+        with lab.rtt(rtt) as link:
+            yield rtt, link

@@ -11,7 +11,7 @@ from ... import golang, stats
 from ...host import Unavailable
 from ...jbang import JavaRun
 from ...results import quantity
-from .common import merge_rtts
+from .common import each_rtt, merge_rtts
 from .parameters import (
     BIG_BYTES,
     CALLERS,
@@ -24,7 +24,6 @@ from .parameters import (
     N_EXPLICIT,
     REPEAT,
     REPEAT_AUTO,
-    RTTS_MS,
     VALUE_BYTES,
     WARMUP,
 )
@@ -53,26 +52,23 @@ def measure_go_auto(lab) -> JavaRun | None:
     if not _go_ready():
         return None
     runs = {}
-    for rtt in RTTS_MS:
-        if rtt and not lab.rtt_available:
-            continue  # no toxiproxy: the 0 ms curve alone (lab.proxy_note says why)
-        with lab.rtt(rtt) as link:
-            runs[rtt] = golang.run_example(
-                "auto",
-                link.endpoint,
-                lab.size(GO_SAMPLE_MS),
-                lab.size(REPEAT_AUTO),
-                1,
-                ",".join(map(str, CALLERS)),
-                rtt,
-                VALUE_BYTES,
-                lab.size(GO_HOL_MS) if rtt == 0 else 0,
-                lab.size(BIG_BYTES),
-                GO_READERS,
-                GO_SIDE_PROCS,
-                GO_FLUSH_US,
-                lab.size(GO_DIRECT_GETS) if rtt == 0 else 0,
-            )
+    for rtt, link in each_rtt(lab):
+        runs[rtt] = golang.run_example(
+            "auto",
+            link.endpoint,
+            lab.size(GO_SAMPLE_MS),
+            lab.size(REPEAT_AUTO),
+            1,
+            ",".join(map(str, CALLERS)),
+            rtt,
+            VALUE_BYTES,
+            lab.size(GO_HOL_MS) if rtt == 0 else 0,
+            lab.size(BIG_BYTES),
+            GO_READERS,
+            GO_SIDE_PROCS,
+            GO_FLUSH_US,
+            lab.size(GO_DIRECT_GETS) if rtt == 0 else 0,
+        )
     return merge_rtts(runs)
 
 

@@ -13,6 +13,7 @@ from ... import node, stats
 from ...host import Unavailable
 from ...jbang import JavaRun
 from ...results import quantity
+from .common import each_rtt
 from .parameters import (
     BIG_BYTES,
     CALLERS,
@@ -22,7 +23,6 @@ from .parameters import (
     POINT_MS,
     REPEAT,
     REPEAT_AUTO,
-    RTTS_MS,
     VALUE_BYTES,
     WARMUP,
 )
@@ -56,26 +56,22 @@ def measure_node_auto(lab) -> list[JavaRun] | None:
     if not _node_ready():
         return None
     runs = []
-    for rtt in RTTS_MS:
-        if rtt and not lab.rtt_available:
-            continue
-        big = lab.size(BIG_BYTES) if rtt == 0 else 0
-        with lab.rtt(rtt) as link:
-            runs.append(
-                node.run_example(
-                    "auto.mjs",
-                    link.endpoint,
-                    lab.size(POINT_MS),
-                    lab.size(REPEAT_AUTO),
-                    1,
-                    _csv(CALLERS),
-                    rtt,
-                    VALUE_BYTES,
-                    big,
-                    lab.size(NODE_HOL_MS),
-                    NODE_READERS,
-                )
+    for rtt, link in each_rtt(lab):
+        runs.append(
+            node.run_example(
+                "auto.mjs",
+                link.endpoint,
+                lab.size(POINT_MS),
+                lab.size(REPEAT_AUTO),
+                1,
+                _csv(CALLERS),
+                rtt,
+                VALUE_BYTES,
+                lab.size(BIG_BYTES) if rtt == 0 else 0,
+                lab.size(NODE_HOL_MS),
+                NODE_READERS,
             )
+        )
     return runs
 
 

@@ -14,7 +14,7 @@ WARMUP = Size(full=1, quick=1)  # rounds run first and thrown away
 CALLERS = (1, 4, 16, 64, 256)
 RTTS_MS = (0, 1)
 # Each point of the curve is bounded by time, so that a language's whole curve stays within budget.
-POINT_MS = Size(full=200, quick=60)  # how long the callers GET at each caller count and RTT
+POINT_MS = Size(full=150, quick=60)  # how long the callers GET at each caller count and RTT
 VALUE_BYTES = 16  # the small value every caller GETs
 BIG_BYTES = Size(full=8_000_000, quick=2_000_000)  # the big reply the head-of-line case waits behind
 REPEAT_AUTO = Size(full=3, quick=1)  # three samples per point: a 95% interval in the book
@@ -24,7 +24,7 @@ NODE_HOL_MS = Size(full=600, quick=200)  # the Node readers' GETs per head-of-li
 NODE_READERS = 8  # callers doing small GETs in those cases
 
 # Go
-GO_SAMPLE_MS = Size(full=100, quick=60)  # per sample of a curve point: Go compares six client modes at each
+GO_SAMPLE_MS = Size(full=80, quick=60)  # per sample of a curve point: Go compares six client modes at each
 GO_HOL_MS = Size(full=600, quick=200)  # rueidis's readers per head-of-line and big-DoMulti case
 GO_READERS = 8  # goroutines doing small GETs in those cases
 # Beside the defaults on the curve: rueidis and valkey-go created and run under GOMAXPROCS 4 (the lab pins

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ... import plots
 from ...jbang import JavaRun
 from ...measure import Measurement
 from ...paths import reference_dir, results_dir
 from ...results import load
-from ..ch10.auto import auto_summary, point_stat, series
-from ..ch10.common import merge_rtts
-from ..ch10.parameters import CALLERS, POINT_MS, REPEAT_AUTO, RTTS_MS, VALUE_BYTES
+from ..ch10.auto import auto_summary, curve_axes, point_stat, series
+from ..ch10.common import each_rtt, merge_rtts
+from ..ch10.parameters import CALLERS, POINT_MS, REPEAT_AUTO, VALUE_BYTES
 from .runs import run, rust_note
 
 # The comparisons the prose makes, measured in the same rounds: (name, one client-mode, the other).
@@ -33,21 +32,18 @@ def measure_rust_auto(lab) -> JavaRun | None:
     if rust_note(lab):  # before a proxy is opened for nothing
         return None
     runs = {}
-    for rtt in RTTS_MS:
-        if rtt and not lab.rtt_available:
-            continue  # no toxiproxy: the 0 ms curve alone (lab.proxy_note says why)
-        with lab.rtt(rtt) as link:
-            got = run(
-                lab,
-                "auto",
-                link.endpoint,
-                lab.size(POINT_MS),
-                lab.size(REPEAT_AUTO),
-                1,
-                ",".join(map(str, CALLERS)),
-                rtt,
-                VALUE_BYTES,
-            )
+    for rtt, link in each_rtt(lab):
+        got = run(
+            lab,
+            "auto",
+            link.endpoint,
+            lab.size(POINT_MS),
+            lab.size(REPEAT_AUTO),
+            1,
+            ",".join(map(str, CALLERS)),
+            rtt,
+            VALUE_BYTES,
+        )
         if got is None:
             return None
         runs[rtt] = got
@@ -110,17 +106,7 @@ def curve_plot(doc: dict) -> Figure:
             top.plot(xs, [curve[(rtt, c)].ops_per_s for c in xs], **style)
             p99 = [(c, point_stat(curve[(rtt, c)], "p99")[0]) for c in xs]
             bottom.plot([c for c, v in p99 if v], [v / 1e3 for _, v in p99 if v], **style)
-        top.set_title(f"+{rtt:g} ms RTT")
-        top.set_ylabel("operations per second")
-        bottom.set_ylabel("p99 latency, ms (log)")
-        bottom.set_yscale("log")
-        bottom.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))  # 1, 2, 5 ms, as chapter 10's plot
-        bottom.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        bottom.yaxis.set_minor_formatter(NullFormatter())
-        bottom.set_xlabel("concurrent tasks on one client (log)")
-        for ax in (top, bottom):
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(CALLERS, [str(c) for c in CALLERS])
+        curve_axes(top, bottom, rtt, "tasks")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9)
     fig.suptitle("Rust's clients on chapter 10's curve: throughput and p99 against concurrent tasks")
