@@ -216,7 +216,7 @@ def test_a_site_built_before_the_reader_measures_reads_from_the_reference(unmeas
             problems.append(f"{md.name}: its figures are not marked as the reference machine's")
         if "pipelab:env" in text and "The reference machine's environment" not in html:
             problems.append(f"{md.name}: its environment table does not say it is the reference machine's")
-    problems += sitecheck.check_links(site)
+    problems += sitecheck.check_links(site) + sitecheck.template_text(site)
     assert not problems, "\n".join(problems)
 
 

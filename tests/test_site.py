@@ -32,6 +32,28 @@ def test_every_local_link_and_anchor_resolves(built_site):
     fail_on("broken links in the built site:", sitecheck.check_links(built_site))
 
 
+def test_no_page_shows_template_text_in_its_prose(built_site):
+    fail_on("template text in the built site's prose:", sitecheck.template_text(built_site))
+
+
+def test_the_template_check_finds_leftovers_in_prose_and_leaves_code_alone(tmp_path):
+    (tmp_path / "cards").mkdir()
+    (tmp_path / "cards" / "index.html").write_text(
+        '<p>callers got {S("jedis_noscript")} errors</p><p>a <code>{user}:1</code> tag</p>'
+        '<div class="clipboard-copy-txt">print(f"{lab.endpoint}")</div><pre>{{ x }}</pre><br>'
+        "<p>it holds: its buffers</p><p>a {a} set</p><li>&lt;!--{{ ch05/x#y }}--&gt;</li>"
+    )
+    (tmp_path / "index.html").write_text("<p>Jinja left {% if x %} here</p></span><p>fine</p>")
+    found = sitecheck.template_text(tmp_path)
+    pages = {line.split(": shows template text: ")[0] for line in found}
+    text = "\n".join(found)
+    assert pages == {"cards/index.html", "index.html"}
+    for leftover in ('{S("jedis_noscript")}', "{a}", "<!--{{ ch05/x#y }}-->", "{% if x %}"):
+        assert leftover in text, leftover
+    for code in ("{user}", "lab.endpoint", "{{ x }}", "holds:"):
+        assert code not in text, code
+
+
 def test_the_link_check_reports_a_missing_file_and_a_missing_anchor(tmp_path):
     (tmp_path / "ok").mkdir()
     (tmp_path / "ok" / "index.html").write_text('<h2 id="here">x</h2><img src="../gone.png">')

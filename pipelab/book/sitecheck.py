@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import posixpath
+import re
 import urllib.error
 import urllib.request
 from html.parser import HTMLParser
@@ -109,6 +110,48 @@ def check_external_links(site_dir: Path, timeout: float = 5) -> list[str]:
         f"{pages[0]}{f' (and {len(pages) - 1} more)' if len(pages) > 1 else ''}: {url} → {answers[url]}"
         for url, pages in links.items()
         if answers[url]
+    ]
+
+
+# What a page's prose shows only when a template was left unfilled: a figure marker's braces, Jinja's
+# tags, a Python call or name in braces (`{S("x")}`), or an HTML comment printed as text. Code is exempt,
+# and so is the copy button's hidden text.
+_TEMPLATE = re.compile(r"\{\{|\}\}|\{%|%\}|\{[A-Za-z_][\w.]*(?:\(|\[|\})|<!--|-->")
+_NOT_PROSE = {"code", "pre", "script", "style", "svg", "textarea", "kbd", "samp"}
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
+class _Prose(HTMLParser):
+    """A page's visible text outside code, with each leftover template found in it."""
+
+    def __init__(self, path: Path):
+        super().__init__(convert_charrefs=True)
+        self.open: list[tuple[str, bool]] = []  # (tag, inside code or hidden text)
+        self.found: list[str] = []
+        self.feed(path.read_text(errors="replace"))
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in _VOID:
+            hidden = "clipboard-copy-txt" in (dict(attrs).get("class") or "")
+            self.open.append((tag, tag in _NOT_PROSE or hidden or bool(self.open and self.open[-1][1])))
+
+    def handle_endtag(self, tag):
+        if any(t == tag for t, _ in self.open):  # a stray end tag closes nothing
+            while self.open.pop()[0] != tag:
+                pass
+
+    def handle_data(self, data):
+        if not (self.open and self.open[-1][1]):
+            self.found += [data[max(0, m.start() - 30) : m.end() + 30].strip() for m in _TEMPLATE.finditer(data)]
+
+
+def template_text(site_dir: Path) -> list[str]:
+    """Every place where a page's prose shows template text instead of what it stands for."""
+    site_dir = Path(site_dir).resolve()
+    return [
+        f"{page.relative_to(site_dir).as_posix()}: shows template text: …{found}…"
+        for page in sorted(site_dir.rglob("*.html"))
+        for found in _Prose(page).found
     ]
 
 
