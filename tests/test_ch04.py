@@ -85,6 +85,31 @@ def test_go_and_node_retries_under_a_cut(ch04):
         assert facts["ioredis_drop_applied"] > n, "ioredis resent the unanswered commands"
 
 
+def test_ioredis_aborts_a_pipeline_cut_after_its_first_replies(ch04):
+    doc = saved("ch04/drop")
+    facts, n = doc["params"].get("other_facts", {}), doc["params"]["n"]
+    if "ioredis_partial_drop_applied" not in facts:
+        unavailable("no Node or no toxiproxy in this run")
+    ok, failed = facts["ioredis_partial_drop_replies_ok"], facts["ioredis_partial_drop_replies_failed"]
+    assert 0 < ok < n and ok + failed == n, facts
+    assert "aborted" in facts["ioredis_partial_drop_outcome"], "the rest is rejected, not resent"
+    # Nothing sent again: at most once each, and at least what was answered.
+    assert ok <= facts["ioredis_partial_drop_applied"] <= n, facts
+    assert facts["ioredis_drop_applied"] > n, "cut before any reply, the whole pipeline went again"
+
+
+def test_go_redis_resends_a_pipeline_whose_first_reply_is_retryable(ch04):
+    facts = saved("ch04/errors")["params"]["other_facts"]
+    if "tryagain_n" not in facts:
+        unavailable("no Go in this run")
+    n = facts["tryagain_n"]
+    applied = facts["tryagain_goredis_applied"]
+    assert applied >= 2 * n and applied % n == 0, f"the whole pipeline ran again: {applied} of {n}"
+    assert "TRYAGAIN" in facts["tryagain_goredis_outcome"], "Exec still returns the error"
+    for way in ("goredis_noretry", "goredis_last", "goredis_tx", "rueidis"):
+        assert facts[f"tryagain_{way}_applied"] == n, (way, facts[f"tryagain_{way}_applied"])
+
+
 def test_a_dropped_pipeline_applied_part_of_its_commands(ch04, session):
     drop = saved("ch04/drop")
     scenarios, n = drop["params"]["scenarios"], drop["params"]["n"]

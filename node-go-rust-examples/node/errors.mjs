@@ -16,7 +16,9 @@
 //   drop    n INCRs of one counter through toxiproxy, which lets about a quarter of them reach Redis
 //           and then drops the connection (as PartialPipeline.java: `bandwidth` upstream, `reset_peer`
 //           downstream, added after connecting, ours only removed afterwards). Each client keeps its
-//           DEFAULT retry settings: ioredis (pipeline().exec()), ioredis_auto, noderedis_all. Facts per
+//           DEFAULT retry settings: ioredis (pipeline().exec()), ioredis_auto, noderedis_all; and
+//           ioredis_partial, ioredis again with `limit_data` downstream instead of reset_peer: the first
+//           100 replies reach the client, then the connection closes. Facts per
 //           slug: _drop_outcome, _drop_applied (the counter: INCRs the server applied), _drop_replies_ok,
 //           _drop_replies_failed, _drop_connections (INFO's total_connections_received, after less
 //           before), _drop_ms (how long the caller waited), _retry_setting (from the client's options).
@@ -268,16 +270,16 @@ class Toxics {
     await this.call("DELETE", `/proxies/${this.proxy}/toxics/${name}`, null, [200, 204, 404]);
   }
 
-  /** `bytes` towards Redis take `passMs` (bandwidth upstream); `cutMs` after Redis's first reply, reset_peer. */
-  async addDrop(bytes, passMs, cutMs) {
+  /** `bytes` towards Redis take `passMs` (bandwidth upstream); `cut` ([type, attributes]) on the replies. */
+  async addDrop(bytes, passMs, [type, attributes]) {
     this.rate = Math.max(1, Math.ceil(bytes / passMs)); // KB/s is bytes per ms
     await this.add("bandwidth", "bandwidth", "upstream", { rate: this.rate });
-    await this.add("reset", "reset_peer", "downstream", { timeout: cutMs });
+    await this.add("cut", type, "downstream", attributes);
   }
 
-  /** Reset first, so no new connection gets it (deleting it waits until it has fired). */
+  /** The cut first, so no new connection gets it (deleting reset_peer waits until it has fired). */
   async removeDrop() {
-    await this.remove(Toxics.PREFIX + "reset");
+    await this.remove(Toxics.PREFIX + "cut");
     await this.remove(Toxics.PREFIX + "bandwidth");
   }
 
@@ -289,14 +291,30 @@ class Toxics {
 /** Bytes of one INCR in RESP. */
 const incrBytes = (key) => Buffer.byteLength(`*2\r\n$4\r\nINCR\r\n$${Buffer.byteLength(key)}\r\n${key}\r\n`);
 
+const PARTIAL_REPLIES = 100; // replies that reach the client in the cut after the first replies
+
+/** Bytes of the replies to the first `m` INCRs of a new counter: ":1\r\n" ... */
+const incrRepliesBytes = (m) => Array.from({ length: m }, (_, i) => `:${i + 1}\r\n`.length).reduce((a, b) => a + b, 0);
+
+/**
+ * How each case cuts the replies: reset_peer swallows the first chunk and resets cutMs later, so no
+ * reply arrives; limit_data lets the first PARTIAL_REPLIES replies through, then closes.
+ */
+const cuts = {
+  ioredis_partial: () => ["limit_data", { bytes: incrRepliesBytes(PARTIAL_REPLIES) }],
+  default: (cutMs) => ["reset_peer", { timeout: cutMs }],
+};
+
 const DROP_WAIT_MS = 10_000; // for the drop to happen, and for Redis to close the dropped connection
 const SETTLE_WAIT_MS = 60_000; // for the caller's promise after the drop
 
 // --8<-- [start:drop]
 // Each client with its DEFAULT retry settings (ioredis: maxRetriesPerRequest 20,
 // autoResendUnfulfilledCommands true; node-redis: reconnects, fails what it had written, keeps the unwritten).
+// ioredis_partial is ioredis again, cut after its first replies have arrived.
 const dropClients = {
   ioredis: (c) => new Redis(lab.ioredisOptions(c, { maxRetriesPerRequest: undefined })),
+  ioredis_partial: (c) => new Redis(lab.ioredisOptions(c, { maxRetriesPerRequest: undefined })),
   ioredis_auto: (c) =>
     new Redis(lab.ioredisOptions(c, { maxRetriesPerRequest: undefined, enableAutoPipelining: true })),
   noderedis_all: (c) => {
@@ -312,6 +330,7 @@ const dropSends = {
     for (let i = 0; i < n; i++) pipeline.incr(key);
     return (await pipeline.exec()).map(([err, value]) => err || value);
   },
+  ioredis_partial: (client, key, n) => dropSends.ioredis(client, key, n),
   ioredis_auto: (client, key, n) => settledAll(Array.from({ length: n }, () => client.incr(key))),
   noderedis_all: (client, key, n) => settledAll(Array.from({ length: n }, () => client.incr(key))),
 };
@@ -365,7 +384,7 @@ async function dropCase(slug, p, c, report, control, toxics) {
     const id = slug.startsWith("ioredis") ? await client.client("ID") : await client.clientId();
     const dropped = dropSignal(slug, client);
     // Connected first: the toxics act on the pipeline only (as PartialPipeline.java).
-    await toxics.addDrop(p.n * incrBytes(key), 4 * p.cutMs, p.cutMs);
+    await toxics.addDrop(p.n * incrBytes(key), 4 * p.cutMs, (cuts[slug] ?? cuts.default)(p.cutMs));
     const t0 = performance.now();
     const sent = dropSends[slug](client, key, p.n);
     const noticed = await lab.within(dropped, DROP_WAIT_MS);
@@ -394,6 +413,7 @@ async function dropCase(slug, p, c, report, control, toxics) {
     report.fact(`${slug}_drop_replies_failed`, failed);
     report.fact(`${slug}_drop_connections`, (await totalConnections(control)) - before);
     report.fact(`${slug}_drop_ms`, Math.round(waited * 10) / 10);
+    if (cuts[slug]) report.fact(`${slug}_replies_let_through`, PARTIAL_REPLIES);
   } finally {
     if (slug.startsWith("ioredis")) client.disconnect();
     else if (client.isOpen) client.destroy();

@@ -13,6 +13,7 @@
 //	<slug>_later_commands_ran (the counter, read on a connection of its own, is 1),
 //	<slug>_missing_key and <slug>_missing_results (the same for the second pipeline); and
 //	go_client_versions. A command that holds a value AND an error shows as "v + error nil".
+//	Then a pipeline whose first reply is a retryable error (tryagain.go says which facts).
 //
 // drop    host and port are a toxiproxy proxy in front of Redis. As PartialPipeline.java (chapter 4's
 //
@@ -371,6 +372,7 @@ func errorsMode(ctx context.Context, a lab.Args, login lab.Login) {
 		r.Fact(c.slug+"_missing_key", said+ran)
 		r.Fact(c.slug+"_missing_results", joined(replies))
 	}
+	tryAgainCases(ctx, r, control, login, a.Addr(), gr, ru)
 	r.Finish()
 }
 

@@ -27,8 +27,19 @@ DROP_CASES = {
     "goredis": "go-redis, default retries",
     "goredis_noretry": "go-redis, `MaxRetries: -1`",
     "ioredis": "ioredis `pipeline().exec()`, defaults",
+    "ioredis_partial": "ioredis `pipeline().exec()`, cut after its first replies",
     "ioredis_auto": "ioredis, auto-pipelined",
     "noderedis_all": "node-redis, `Promise.all`",
+}
+
+
+# {case slug: the row's name}: a script's TRYAGAIN reply, then INCRs (go/errors/tryagain.go).
+TRYAGAIN_CASES = {
+    "goredis": "go-redis `Pipelined`, the script first",
+    "goredis_noretry": "go-redis `Pipelined`, `MaxRetries: -1`",
+    "goredis_last": "go-redis `Pipelined`, the script last",
+    "goredis_tx": "go-redis `TxPipelined`",
+    "rueidis": "rueidis `DoMulti`",
 }
 
 
@@ -71,7 +82,8 @@ def other_errors_table(facts: dict) -> str:
         for slug, name in ERROR_CASES.items()
         if f"{slug}_error_surfaced" in facts
     ]
-    return md_table(["client", "how the error surfaced", "per command", "a missing key (GET of no key)"], rows)
+    table = md_table(["client", "how the error surfaced", "per command", "a missing key (GET of no key)"], rows)
+    return table + "\n\n" + tryagain_table(facts) if "tryagain_n" in facts else table
 
 
 def other_drops_table(facts: dict, n: int) -> str:
@@ -89,6 +101,25 @@ def other_drops_table(facts: dict, n: int) -> str:
     return md_table(["client", "retry setting", "what the caller got", f"applied (of {n:,})", "connections"], rows)
 
 
+def tryagain_table(facts: dict) -> str:
+    """A pipeline whose first reply is a retryable error: INCRs applied per case (empty without Go)."""
+    n = facts.get("tryagain_n")
+    if not n:
+        return ""
+    rows = [
+        [
+            name,
+            facts[f"tryagain_{slug}_setting"],
+            facts[f"tryagain_{slug}_outcome"],
+            f"{facts[f'tryagain_{slug}_applied']:,}",
+            f"{facts[f'tryagain_{slug}_applied'] / n:.0f}",
+        ]
+        for slug, name in TRYAGAIN_CASES.items()
+        if f"tryagain_{slug}_applied" in facts
+    ]
+    return md_table(["client", "setting", "what the caller got", f"INCRs applied (of {n})", "runs"], rows)
+
+
 def other_errors_summary(facts: dict) -> dict:
     out = {}
     for slug in ERROR_CASES:
@@ -100,6 +131,12 @@ def other_errors_summary(facts: dict) -> dict:
     ran = [facts[k] for k in facts if k.endswith("_later_commands_ran")]
     out["other_later_ran"] = quantity(sum(map(bool, ran)), "count")
     out["other_cases"] = quantity(len(ran), "count")
+    if "tryagain_n" in facts:
+        out["tryagain_n"] = quantity(facts["tryagain_n"], "count")
+    for slug in TRYAGAIN_CASES:
+        if f"tryagain_{slug}_applied" in facts:
+            out[f"tryagain_{slug}_applied"] = quantity(facts[f"tryagain_{slug}_applied"], "count")
+            out[f"tryagain_{slug}_outcome"] = quantity(0, "count", str(facts[f"tryagain_{slug}_outcome"]))
     return out
 
 
@@ -112,4 +149,6 @@ def other_drops_summary(facts: dict) -> dict:
         out[f"{slug}_retry_setting"] = quantity(0, "count", str(facts.get(f"{slug}_retry_setting", "–")))
         for what in ("applied", "connections", "replies_ok", "replies_failed"):
             out[f"{slug}_drop_{what}"] = quantity(facts.get(f"{slug}_drop_{what}"), "count")
+        if f"{slug}_replies_let_through" in facts:  # a cut after the first replies
+            out[f"{slug}_replies_let_through"] = quantity(facts[f"{slug}_replies_let_through"], "count")
     return out
