@@ -166,9 +166,60 @@ def test_a_lost_master_leaves_only_the_survivors_share_run(ch05):
         assert x["survivor_share"] <= x["survivors_ran"] <= 2 * x["survivor_share"], (name, x)
     assert rows["Jedis"]["replies_failed"] > 0, "the lost master's Responses throw"
     assert rows["Lettuce"]["outcome"].startswith("still waiting"), "Lettuce keeps them for its reconnect"
-    for fast in ("rueidis", "node-redis"):
-        if fast in rows:
-            assert rows[fast]["replies_failed"] > 0 and rows[fast]["waited_ms"] < 2_000, (fast, rows[fast])
+    if "rueidis" in rows:
+        assert rows["rueidis"]["replies_failed"] > 0 and rows["rueidis"]["waited_ms"] < 2_000, rows["rueidis"]
+
+
+def test_node_redis_fails_written_commands_with_the_socket_and_unwritten_ones_at_its_timeout(ch05):
+    rows = _rows("ch05/lost")
+    if "node-redis" not in rows:
+        pytest.skip("Node is not installed here")
+    x = rows["node-redis"]
+    errors, at = x["errors"], x["errors_ms"]
+    assert set(errors) <= {"Socket closed unexpectedly", "TimeoutError"}, errors
+    assert errors.get("Socket closed unexpectedly", 0) > 0, "the commands written to the dead master fail with it"
+    if "TimeoutError" in errors:  # part of the queue was unwritten: the 5,000 ms command timeout rejects it
+        first, last = at["TimeoutError"]
+        assert 4_900 <= first <= last < 7_000 and x["waited_ms"] < 7_000, (at, x["waited_ms"])
+    else:
+        assert x["waited_ms"] < 2_000, x
+
+
+def test_ioredis_refuses_one_pipeline_over_several_masters(ch05):
+    refusal = saved("ch05/lost")["params"]["refusal"]
+    if "skipped" in refusal:
+        pytest.skip(refusal["skipped"])
+    assert "same slots allocation group" in refusal["outcome"], refusal
+    assert refusal["masters"] > 1 and refusal["masters_ran"] == 0, "refused before anything was sent"
+
+
+def test_the_lost_details_tell_written_from_unwritten_commands_and_show_the_refusal():
+    socket, timeout = "Socket closed unexpectedly", "TimeoutError"
+    split = {
+        "replies_failed": 10,
+        "errors": {socket: 7, timeout: 3},
+        "errors_ms": {socket: [210, 212], timeout: [5010, 5090]},
+    }
+    refusal = {
+        "outcome": "All keys in the pipeline should belong to the same slots allocation group",
+        "masters": 3,
+        "masters_ran": 0,
+    }
+    s = chapter.lost_details({"node-redis": split}, refusal)
+    assert s["noderedis_socket_failed"]["value"] == 7 and s["noderedis_unwritten"]["value"] == 3
+    assert (
+        s["noderedis_timeout_ms"]["value"] == 5090 and "between 5,010 and 5,090 ms" in s["noderedis_timeout_ms"]["text"]
+    )
+    assert s["noderedis_other_failed"]["value"] == 0
+    assert (
+        s["ioredis_pipeline_masters_ran"]["value"] == 0 and s["ioredis_pipeline_outcome"]["text"] == refusal["outcome"]
+    )
+    all_written = {"replies_failed": 5, "errors": {socket: 4, "ECONNRESET": 1}, "errors_ms": {socket: [200, 201]}}
+    s = chapter.lost_details({"node-redis": all_written}, {"skipped": "Node.js is not installed here."})
+    assert s["noderedis_unwritten"]["value"] == 0 and "none" in s["noderedis_timeout_ms"]["text"]
+    assert s["noderedis_other_failed"]["value"] == 1, "an error of neither kind is counted apart"
+    assert s["ioredis_pipeline_outcome"]["text"] == "Node.js is not installed here."
+    assert chapter.lost_details({}, {}) == {}
 
 
 def test_evalsha_after_a_flushed_script_cache(ch05):

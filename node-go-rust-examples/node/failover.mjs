@@ -2,12 +2,15 @@
 // client case of one scenario and reports what the CALLER saw; the harness prepares the cluster
 // before and counts on the servers afterwards (INFO commandstats and errorstats).
 // Clients: ioredis (Cluster, enableAutoPipelining, single commands and Promise.allSettled: ioredis
-// refuses one pipeline() whose keys are on several masters) and noderedis (createCluster, single
-// commands and Promise.allSettled: node-redis queues them per node and writes each queue at once).
+// refuses one pipeline() whose keys are on several masters, which scenario pipeline shows) and noderedis
+// (createCluster, single commands and Promise.allSettled: node-redis queues them per node and writes
+// each queue at once).
 // Scenarios:
 //   lost     n SETs pipelab:ch05:lost:<i> (on every master); the victim master has had CLIENT PAUSE
 //            WRITE, so its share waits unrun; 200 ms after the start the example SIGKILLs it and waits
 //            for the pipeline at most wait-ms. Fact killed_after_ms too.
+//   pipeline the same n SETs in ONE ioredis pipeline().exec() over every master, nothing killed: what
+//            the caller got (the harness counts the SETs the masters ran). Fact masters (the keys span).
 //   moved    n SETs pipelab:ch05:{mv}:<i> (one slot). Phase ask: the slot is migrating and half its keys
 //            are on the target (the source answers ASK for those). Phase moved: all keys moved, the
 //            slot still MIGRATING/IMPORTING; the example loads its slot map, then gives the slot to the
@@ -22,10 +25,13 @@
 //            noderedis (defaults), noderedis_replicas (useReplicas). Fact setting. outcome, replies
 //            and waited_ms cover (a) and (b) together.
 // Facts of every scenario: outcome (ok, the first failed command's error, or "still waiting after <w>
-// ms"), replies_ok, replies_failed, errors ({text: count}), waited_ms (start to return), client.
-// Error texts: first line, at most 80 characters, 127.0.0.1:<port> as <addr>.
+// ms"), replies_ok, replies_failed, errors ({text: count}), errors_ms ({text: [first, last]}: when the
+// first and the last caller got it, ms after the start), waited_ms (start to return), client.
+// Error texts: first line, at most 80 characters, 127.0.0.1:<port> as <addr>; an error without a
+// message (node-redis's TimeoutError) by its class.
 //
 //   npm ci && node failover.mjs host port lost <ioredis|noderedis> victim-port victim-pid n wait-ms
+//            node failover.mjs host port pipeline ioredis n
 //            node failover.mjs host port moved <client> <ask|moved> slot target-node-id n
 //            node failover.mjs host port scripts <client> n script-body
 //            node failover.mjs host port replicas <setting> n
@@ -43,6 +49,7 @@ import * as lab from "./lab.mjs";
 const EXAMPLE = "ch05-failover";
 const USAGE =
   "usage: node failover.mjs host port, then: lost <ioredis|noderedis> victim-port victim-pid n wait-ms | " +
+  "pipeline ioredis n | " +
   "moved <ioredis|noderedis> <ask|moved> slot target-node-id n | scripts <ioredis|noderedis> n script-body | " +
   "replicas <ioredis|ioredis_slave|ioredis_all|noderedis|noderedis_replicas> n";
 const CLIENTS = ["ioredis", "noderedis"];
@@ -93,7 +100,7 @@ async function run(commands, waitMs, onStart = () => {}) {
   promises.forEach((p, i) =>
     p.then(
       (v) => (got.outcomes[i] = { value: v }),
-      (e) => (got.outcomes[i] = { error: e }),
+      (e) => (got.outcomes[i] = { error: e, at: performance.now() - got.t0 }),
     ),
   );
   const done = await lab.within(pipeline(promises), waitMs);
@@ -103,15 +110,22 @@ async function run(commands, waitMs, onStart = () => {}) {
   return got;
 }
 
+/** An error's text; one without a message or code (node-redis's TimeoutError) by its class name. */
+const shownError = (err) =>
+  err instanceof Error && !err.message && !err.code ? err.constructor.name : lab.errorText(err);
+
 /** The facts of every scenario, from one or more run()s. */
 function report(r, runs, client, waitMs) {
   const outcomes = runs.flatMap((x) => Array.from({ length: x.count }, (_, i) => x.outcomes[i]));
   const errors = {};
+  const errorsMs = {}; // when the first and the last caller got each error
   let first;
   for (const o of outcomes) {
     if (!o?.error) continue;
-    const text = lab.errorText(o.error);
+    const text = shownError(o.error);
     errors[text] = (errors[text] || 0) + 1;
+    const at = Math.round(o.at);
+    errorsMs[text] = errorsMs[text] ? [Math.min(errorsMs[text][0], at), Math.max(errorsMs[text][1], at)] : [at, at];
     first ??= text;
   }
   const late = runs.some((x) => x.late);
@@ -119,6 +133,7 @@ function report(r, runs, client, waitMs) {
   r.fact("replies_ok", outcomes.filter((o) => o && !o.error).length);
   r.fact("replies_failed", outcomes.filter((o) => o?.error).length);
   r.fact("errors", errors);
+  r.fact("errors_ms", errorsMs);
   r.fact("waited_ms", Math.round(runs.reduce((sum, x) => sum + x.waited, 0) * 10) / 10);
   r.fact("client", client);
 }
@@ -165,6 +180,29 @@ async function lost(s, r, cluster) {
   clearTimeout(timer);
   report(r, [got], about[s.client].name(), waitMs);
   r.fact("killed_after_ms", killedAfter === null ? null : Math.round(killedAfter));
+}
+
+async function refusedPipeline(s, r, cluster) {
+  const { n } = s.args;
+  const keys = Array.from({ length: n }, (_, i) => lab.key("ch05", "lost", i));
+  const masters = await touchMasters(s.client, cluster, keys);
+  r.header(`${n} SETs over ${masters.length} masters in one pipeline()`);
+  // --8<-- [start:pipeline]
+  // ioredis's own pipeline: exec() checks that every key's slot is served by the same nodes
+  // before it sends anything. Hence the single commands and auto-pipelining above.
+  const got = await run(
+    [
+      () => {
+        const pipeline = cluster.pipeline();
+        for (const k of keys) pipeline.set(k, "1");
+        return pipeline.exec();
+      },
+    ],
+    WAIT_MS,
+  );
+  // --8<-- [end:pipeline]
+  report(r, [got], about[s.client].name(), WAIT_MS);
+  r.fact("masters", masters.length);
 }
 
 /** Every master as {id, host, port}, from CLUSTER NODES on a plain connection. */
@@ -317,11 +355,11 @@ function settings(argv) {
   const whole = (name, text, min = 1, max = 10_000_000) => lab.whole(EXAMPLE, name, text, { min, max, usage: USAGE });
   if (!host) throw new lab.Stop(2, `${EXAMPLE}: host is missing; ${USAGE}.`);
   const s = { example: EXAMPLE, host, port: whole("port", port, 1, 65535), scenario, repeat: 1, warmup: 0 };
-  const arity = { lost: 4, moved: 4, scripts: 2, replicas: 1 }[scenario];
+  const arity = { lost: 4, pipeline: 1, moved: 4, scripts: 2, replicas: 1 }[scenario];
   if (arity === undefined) {
     throw new lab.Stop(
       2,
-      `${EXAMPLE}: scenario must be lost, moved, scripts or replicas, not '${scenario ?? ""}'; ${USAGE}.`,
+      `${EXAMPLE}: scenario must be lost, pipeline, moved, scripts or replicas, not '${scenario ?? ""}'; ${USAGE}.`,
     );
   }
   if (scenario === "replicas") {
@@ -335,6 +373,8 @@ function settings(argv) {
     s.client = SETTINGS[who].client;
   } else if (!CLIENTS.includes(who)) {
     throw new lab.Stop(2, `${EXAMPLE}: client must be ioredis or noderedis, not '${who ?? ""}'; ${USAGE}.`);
+  } else if (scenario === "pipeline" && who !== "ioredis") {
+    throw new lab.Stop(2, `${EXAMPLE}: pipeline runs ioredis only, not '${who}'; ${USAGE}.`);
   } else {
     s.client = who;
   }
@@ -398,6 +438,7 @@ lab.main(async () => {
   try {
     await cluster.connect();
     if (s.scenario === "lost") await lost(s, r, cluster);
+    else if (s.scenario === "pipeline") await refusedPipeline(s, r, cluster);
     else if (s.scenario === "moved") await moved(s, r, cluster, c);
     else if (s.scenario === "scripts") await scripts(s, r, cluster);
     else await replicas(s, r, cluster);

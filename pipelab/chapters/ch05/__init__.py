@@ -27,7 +27,7 @@ from ...server import PREFIX as LAB_PREFIX
 from .. import ch01
 from ..ch10.toolchains import toolchain_note
 from ..claims import Claim, Published, derived
-from .lost import N_LOST, lost_runs, lost_summary, lost_table
+from .lost import N_LOST, lost_details, lost_runs, lost_summary, lost_table, pipeline_refusal
 from .redirects import redirect_runs, redirects_summary, redirects_table
 from .replicas import N_REPLICA, replica_runs, replicas_summary, replicas_table
 from .scripts import N_SCRIPT, SCRIPT, script_runs, scripts_summary, scripts_table

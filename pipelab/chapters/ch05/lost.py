@@ -108,6 +108,43 @@ def lose_master(lab, cluster, prefix: str, n: int, cases: dict) -> dict:
     return rows
 
 
+def pipeline_refusal(lab, cluster, n: int) -> dict:
+    """ioredis's own pipeline() of the same n SETs over every master, nothing killed: what its caller
+    got, and the SETs the masters ran for it; {"skipped": sentence} without Node."""
+    from .clients import run_elsewhere  # noqa: PLC0415  (as in lost_runs)
+
+    before = command_counts(cluster.nodes, ("set",))
+    facts = run_elsewhere(lab, cluster.nodes[0], "ioredis", "pipeline", n)
+    if isinstance(facts, str):
+        return {"skipped": facts}
+    ran = totals(counted(before, command_counts(cluster.nodes, ("set",))))["set"]
+    cluster.delete_lab_keys()
+    return facts | {"masters_ran": ran}
+
+
+# node-redis's errors in the lost case: a written command's, and an unwritten one's (its command timeout)
+SOCKET_CLOSED, TIMEOUT = "Socket closed unexpectedly", "TimeoutError"
+
+
+def lost_details(rows: dict, refusal: dict) -> dict:
+    """What the lost table leaves out: how node-redis failed its share (written commands with the socket,
+    unwritten ones at its command timeout, and when), and ioredis's refused pipeline()."""
+    out = case_summary("ioredis_pipeline", refusal, ("masters", "masters_ran")) if refusal else {}
+    x = rows.get("node-redis", {})
+    if "errors" in x:
+        errors = x["errors"]
+        unwritten, written = errors.get(TIMEOUT, 0), errors.get(SOCKET_CLOSED, 0)
+        first, last = x.get("errors_ms", {}).get(TIMEOUT, [0, 0])
+        when = f"rejected with {TIMEOUT} between {first:,} and {last:,} ms" if unwritten else "so none met the timeout"
+        out |= {
+            "noderedis_socket_failed": quantity(written, "count"),
+            "noderedis_unwritten": quantity(unwritten, "count"),
+            "noderedis_timeout_ms": quantity(last, "ms", when),
+            "noderedis_other_failed": quantity(x.get("replies_failed", 0) - unwritten - written, "count"),
+        }
+    return out
+
+
 def lost_table(rows: dict, n: int) -> str:
     header = [
         "client",
