@@ -1,7 +1,7 @@
 """Running the Rust examples: find cargo, build the crate into build/tools once per change, run a binary, read its line.
 
 The examples live in node-go-rust-examples/rust, one crate (Cargo.toml, the committed Cargo.lock) with
-a binary per example in src/bin and the shared plumbing in src/lib.rs. Each is built with
+a binary per example in src/bin and the shared plumbing in src/lib.rs and its modules. Each is built with
 `cargo build --release --locked --offline --bin NAME`; only when that finds a crate missing is `cargo fetch
 --locked` run first (the lock's checksums still hold), so after the first fetch nothing is fetched.
 Cargo's own registry cache is used, as go's and npm's are; the build output goes to build/tools/rust.

@@ -78,6 +78,40 @@ def test_one_failing_command_and_what_each_way_of_sending_gives_the_caller(ch11_
     assert s["fred_all_outcome"]["text"] != "ok"
 
 
+def test_the_sync_cluster_pipe_splits_by_node_itself_and_keeps_the_order(ch11_run):
+    s = summary("ch11/cluster")
+    assert s["rs_sync_pipeline_outcome"]["text"] == "ok"
+    ran = [value(s, f"rs_sync_node{i}_commands") for i in range(3)]
+    assert all(n > 0 for n in ran) and sum(ran) == value(s, "n"), ran  # every master its share, once
+    assert s["rs_sync_order_kept"]["text"] == "True"
+
+
+def test_a_long_pipeline_fails_at_the_default_timeout_and_passes_with_a_longer_one(ch11_run):
+    s = summary("ch11/timeout")
+    rtts = [k.split("_")[0] for k in s if k.endswith("_first_failed")]
+    assert "r0" in rtts, sorted(s)
+    for r in rtts:
+        failed, passed = value(s, f"{r}_first_failed"), value(s, f"{r}_last_passed")
+        assert failed > passed, (r, failed, passed)  # the sweep grows and stops at the first failure
+        assert "timed out" in s[f"{r}_error"]["text"].lower(), s[f"{r}_error"]
+        assert 450 < value(s, f"{r}_failed_ms") < 10_000, "the default gives the whole pipeline about 500 ms"
+        assert value(s, f"{r}_manager_first_failed") > 0, "ConnectionManager has the same default"
+        assert value(s, f"{r}_long_ok") == 1 and value(s, f"{r}_long_ms") > 400
+        assert value(s, f"{r}_server_ran") > 0, "the server ran SETs of the pipeline the caller gave up on"
+
+
+def test_tcp_nodelay_as_read_back_from_each_clients_socket(ch11_run):
+    s = summary("ch11/nodelay")
+    text = {k: v["text"] for k, v in s.items() if k.endswith("_tcp_nodelay")}
+    assert text["redisrs_multiplexed_tcp_nodelay"] == "off", text  # TcpSettings::default()
+    assert text["fred_client_tcp_nodelay"] == "off", text  # fred keeps Linux's default
+    assert text["redisrs_multiplexed_nodelay_tcp_nodelay"] == "on" and text["fred_client_nodelay_tcp_nodelay"] == "on"
+    assert saved("ch11/curve")["summary"]["redisrs_manager_tcp_nodelay"]["text"] == "off"
+    for pair in ("redisrs_nodelay", "fred_nodelay"):
+        assert value(s, f"{pair}_gain_r0_c1") > 0.3, pair  # one by one on loopback: no write waits for an ACK
+    assert value(s, "redis_rs_multiplexed_tcp_nodelay_on_r0_c1_cpr") < 1.1
+
+
 def test_a_lost_master_leaves_the_survivors_share_run_and_no_more(ch11_run):
     rows = saved("ch11/lost")["params"]["rows"]
     assert set(rows) == {"redis-rs", "fred"}, rows
@@ -118,3 +152,24 @@ def test_the_code_a_section_shows_is_its_examples_region_unindented():
     assert "ignore_errors()" in body and not body.startswith(" ") and "--8<--" not in body
     with pytest.raises(ValueError):
         ch11.rust_code("explicit", "no-such-region")
+
+
+def test_the_timeout_sweep_reads_as_the_first_failure_and_the_last_pass():
+    facts = {"10000_outcome": "ok", "10000_ms": 12.0, "20000_outcome": "timed out", "20000_ms": 503.1,
+             "first_failed": 20000, "last_passed": 10000, "manager_outcome": "timed out", "manager_ms": 501.0,
+             "long_outcome": "ok", "long_ms": 900.0, "server_ran": 15000, "manager_first_failed": 20000}  # fmt: skip
+    runs = {
+        0.0: JavaRun("rust:timeout", {"facts": facts}),
+        1.0: JavaRun("rust:timeout", {"facts": {"first_failed": 0}}),
+    }
+    s = ch11.timeout_summary(runs)
+    assert (s["r0_first_failed"]["value"], s["r0_last_passed"]["value"]) == (20000, 10000)
+    assert (
+        s["r0_failed_ms"]["value"] == 503.1
+        and s["r0_long_ok"]["value"] == 1
+        and s["r0_manager_first_failed"]["value"] == 20000
+    )
+    assert s["r1_first_failed"]["value"] == 0 and "r1_long_ok" not in s, "nothing failed at 1 ms: no retry figures"
+    table = ch11.timeout_table(runs)
+    assert "| 0 ms | 10,000 | 20,000 | timed out | 503 ms | 20,000 | ok, 900 ms | 15,000 |" in table
+    assert "| 1 ms | 0 | none |" in table

@@ -90,6 +90,8 @@ def test_rust_off_is_one_sentence_and_the_chapter_measures_nothing(monkeypatch):
     assert ch11.measure_rust_explicit(lab) is None and ch11.measure_rust_auto(lab) is None
     assert ch11.measure_rust_cluster(lab, None) == {"split": None, "errors": None}
     assert ch11.split_summary(None) == {} and ch11.errors_summary(None) == {}
+    assert ch11.measure_rust_timeout(lab) == {} and ch11.measure_rust_nodelay(lab) is None
+    assert set(ch11.timeout_summary({})) == {"long_timeout_ms"}, "no run: no size passed or failed"
 
 
 def test_no_cargo_says_what_to_install(monkeypatch, tmp_path):

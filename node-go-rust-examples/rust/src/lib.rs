@@ -7,6 +7,10 @@ use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::time::Duration;
 
+pub mod masters;
+pub mod sockets;
+pub use sockets::{nodelay_of, sockets_to};
+
 use redis::IntoConnectionInfo;
 use serde_json::{json, Map, Value};
 

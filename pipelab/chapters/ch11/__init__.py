@@ -1,8 +1,9 @@
 """Chapter 11, Rust: redis-rs and fred beside the book's other clients.
 
 A module per part: runs (the Rust examples' runs, and the one sentence when cargo is missing), explicit
-(1, chapter 1's PINGs and chapter 3's SADD job beside redis-py and Jedis), curve (2, the multiplexed
-connection, ConnectionManager and fred's auto-pipelining on chapter 10's curve) and cluster (3, the cluster
+(1, chapter 1's PINGs and chapter 3's SADD job beside redis-py and Jedis; a long pipeline against the
+response timeout), curve (2, the multiplexed connection, ConnectionManager and fred's auto-pipelining on
+chapter 10's curve; TCP_NODELAY off and on) and cluster (3, the cluster
 pipeline: its split, one failing command, a lost master).
 """
 
@@ -18,6 +19,15 @@ from .cluster import (
     split_summary,
     split_table,
 )
-from .curve import CURVE_ALT, PAIRS, chapter10_curve, curve_plot, curve_summary, measure_rust_auto
-from .explicit import explicit_summary, measure_rust_explicit
+from .curve import (
+    CURVE_ALT,
+    PAIRS,
+    chapter10_curve,
+    curve_plot,
+    curve_summary,
+    measure_rust_auto,
+    measure_rust_nodelay,
+    nodelay_summary,
+)
+from .explicit import explicit_summary, measure_rust_explicit, measure_rust_timeout, timeout_summary, timeout_table
 from .runs import PREFIX, rust_clients, rust_code, rust_note

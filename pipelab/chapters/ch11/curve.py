@@ -10,8 +10,9 @@ from matplotlib.figure import Figure
 from ... import plots
 from ...jbang import JavaRun
 from ...measure import Measurement
+from ...params import Size
 from ...paths import reference_dir, results_dir
-from ...results import load
+from ...results import load, quantity
 from ..ch10.auto import auto_summary, curve_axes, point_stat, series
 from ..ch10.common import each_rtt, merge_rtts
 from ..ch10.parameters import CALLERS, POINT_MS, REPEAT_AUTO, VALUE_BYTES
@@ -27,8 +28,19 @@ PAIRS = (
 CH10_BESIDE = (("rueidis", "auto"), ("Lettuce", "shared connection"), ("ioredis", "auto"))
 
 
-def measure_rust_auto(lab) -> JavaRun | None:
-    """The curve at each RTT the lab can inject, one run each (its modes suffixed _rtt<ms>)."""
+# TCP_NODELAY: the multiplexed connection and fred's one client each at its default and with it on,
+# one task (a loop one by one) and the most tasks, at each RTT, in turns; more rounds than the curve's.
+NODELAY_CALLERS = (1, max(CALLERS))
+NODELAY_REPEAT = Size(full=7, quick=1)
+NODELAY_PAIRS = (
+    ("redisrs_nodelay", ("redis-rs", "multiplexed, TCP_NODELAY on"), ("redis-rs", "multiplexed connection")),
+    ("fred_nodelay", ("fred", "one client, TCP_NODELAY on"), ("fred", "one client")),
+)
+
+
+def measure_rust_auto(lab, callers=CALLERS, repeat=REPEAT_AUTO, nodelay: str = "default") -> JavaRun | None:
+    """The curve at each RTT the lab can inject, one run each (its modes suffixed _rtt<ms>); with
+    nodelay="both", the TCP_NODELAY subjects at `callers` instead."""
     if rust_note(lab):  # before a proxy is opened for nothing
         return None
     runs = {}
@@ -38,16 +50,34 @@ def measure_rust_auto(lab) -> JavaRun | None:
             "auto",
             link.endpoint,
             lab.size(POINT_MS),
-            lab.size(REPEAT_AUTO),
+            lab.size(repeat),
             1,
-            ",".join(map(str, CALLERS)),
+            ",".join(map(str, callers)),
             rtt,
             VALUE_BYTES,
+            nodelay,
         )
         if got is None:
             return None
         runs[rtt] = got
     return merge_rtts(runs)
+
+
+def measure_rust_nodelay(lab) -> JavaRun | None:
+    """The TCP_NODELAY subjects at one task and the most, at each RTT."""
+    return measure_rust_auto(lab, NODELAY_CALLERS, NODELAY_REPEAT, "both")
+
+
+def nodelay_facts(run: JavaRun | None) -> dict:
+    """Each subject's TCP_NODELAY as read back from its sockets: `<client>_<tag>_tcp_nodelay`, a text."""
+    facts = {} if run is None else run.facts
+    return {k: quantity(0, "count", str(v)) for k, v in facts.items() if k.endswith("_tcp_nodelay")}
+
+
+def nodelay_summary(points: list[Measurement], run: JavaRun | None) -> dict:
+    """auto_summary's figures for the TCP_NODELAY subjects, their pairs (`<pair>_gain_r<rtt>_c<callers>`:
+    ops/s with it on ÷ at the default), and what each socket had."""
+    return auto_summary(points, NODELAY_PAIRS) | nodelay_facts(run)
 
 
 def chapter10_curve() -> dict:
@@ -74,8 +104,8 @@ def chapter10_curve() -> dict:
     }
 
 
-def curve_summary(points: list[Measurement]) -> dict:
-    return auto_summary(points, PAIRS)
+def curve_summary(points: list[Measurement], run: JavaRun | None = None) -> dict:
+    return auto_summary(points, PAIRS) | nodelay_facts(run)
 
 
 @plots.draws("ch11/curve")

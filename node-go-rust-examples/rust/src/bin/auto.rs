@@ -13,6 +13,10 @@
 //   fred      pool         fred's ExclusivePool of one client per caller (as many as the largest count),
 //                          each lent to one GET at a time: no caller's command waits in another's pipeline.
 //
+// With `nodelay` set to `both` the subjects are instead the multiplexed connection and the fred client
+// each twice: at the client's default TCP_NODELAY and with TCP_NODELAY set on. Each subject's
+// TCP_NODELAY is read back from its sockets (getsockopt) into the fact <client>_<tag>_tcp_nodelay.
+//
 // The tokio runtime has as many worker threads as CPUs this process may run on (one under the
 // harness, which pins it). The modes of one caller count take turns round by round after `warmup`
 // rounds (of half-length samples, thrown away). A sample is bounded by time; its seconds are rescaled
@@ -27,18 +31,20 @@
 // per GET, commands per read and server CPU per GET in p50_us_rounds, p99_us_rounds,
 // cpu_us_per_op_rounds, cmds_per_read_rounds, server_cpu_us_per_op_rounds.
 //
-//   auto [host] [port] [sampleMs] [repeat] [warmup] [callers] [rttMs] [valueBytes]
+//   auto [host] [port] [sampleMs] [repeat] [warmup] [callers] [rttMs] [valueBytes] [nodelay: default|both]
 //   e.g. (in node-go-rust-examples/rust)
 //   cargo run --release --bin auto -- 127.0.0.1 6379 150 2 1 1,4,16,64,256 0 16
 
 use std::time::{Duration, Instant};
 
 use fred::clients::ExclusivePool;
-use fred::prelude::{Builder, ClientInterface, ClientLike, KeysInterface};
+use fred::prelude::{Builder, ClientInterface, ClientLike, KeysInterface, TcpConfig};
 use pipelab_rust as lab;
 use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::io::tcp::TcpSettings;
 use redis::AsyncCommands;
 use serde_json::json;
+use std::future::Future;
 
 const EXAMPLE: &str = "ch11-rust-auto";
 
@@ -49,6 +55,8 @@ struct Subject {
     mode: &'static str,
     tag: &'static str,
     caller: Caller,
+    /// TCP_NODELAY on its sockets, as the kernel has it
+    nodelay: String,
 }
 
 impl Subject {
@@ -99,26 +107,85 @@ async fn setname(c: &mut impl redis::aio::ConnectionLike, name: &str) -> redis::
 async fn redis_rs(login: &lab::Login, host: &str, port: u16) -> redis::RedisResult<Vec<Subject>> {
     let client = redis::Client::open(login.info(host, port))?;
     // one connection for all the callers: each clone hands its command to the connection's driver task
-    let mut multiplexed = client.get_multiplexed_async_connection().await?;
+    let (mut multiplexed, nodelay) =
+        opened(port, client.get_multiplexed_async_connection()).await?;
     setname(&mut multiplexed, &conn_name("redis-rs", "multiplexed")).await?;
+    let caller = Caller::Multiplexed(multiplexed);
+    let mode = "multiplexed connection";
+    let mut subs = vec![subject("redis-rs", mode, "multiplexed", caller, nodelay)];
     // the same, behind a handle that opens a new connection when this one drops (which would come
     // back unnamed: none drops here)
-    let mut manager = client.get_connection_manager().await?;
+    let (mut manager, nodelay) = opened(port, client.get_connection_manager()).await?;
     setname(&mut manager, &conn_name("redis-rs", "manager")).await?;
-    Ok(vec![
-        Subject {
-            client: "redis-rs",
-            mode: "multiplexed connection",
-            tag: "multiplexed",
-            caller: Caller::Multiplexed(multiplexed),
-        },
-        Subject {
-            client: "redis-rs",
-            mode: "ConnectionManager",
-            tag: "manager",
-            caller: Caller::Manager(manager),
-        },
-    ])
+    let caller = Caller::Manager(manager);
+    subs.push(subject(
+        "redis-rs",
+        "ConnectionManager",
+        "manager",
+        caller,
+        nodelay,
+    ));
+    Ok(subs)
+}
+
+/// redis-rs's multiplexed connection twice: with its default TCP settings and with TCP_NODELAY on.
+async fn redis_rs_nodelay(
+    login: &lab::Login,
+    host: &str,
+    port: u16,
+) -> redis::RedisResult<Vec<Subject>> {
+    let mut subs = Vec::new();
+    for (tag, mode, on) in [
+        ("multiplexed", "multiplexed connection", None),
+        (
+            "multiplexed_nodelay",
+            "multiplexed, TCP_NODELAY on",
+            Some(true),
+        ),
+    ] {
+        let mut info = login.info(host, port);
+        if let Some(on) = on {
+            info = info.set_tcp_settings(TcpSettings::default().set_nodelay(on));
+        }
+        let client = redis::Client::open(info)?;
+        let (mut c, nodelay) = opened(port, client.get_multiplexed_async_connection()).await?;
+        setname(&mut c, &conn_name("redis-rs", tag)).await?;
+        subs.push(subject(
+            "redis-rs",
+            mode,
+            tag,
+            Caller::Multiplexed(c),
+            nodelay,
+        ));
+    }
+    Ok(subs)
+}
+
+fn subject(
+    client: &'static str,
+    mode: &'static str,
+    tag: &'static str,
+    caller: Caller,
+    nodelay: String,
+) -> Subject {
+    Subject {
+        client,
+        mode,
+        tag,
+        caller,
+        nodelay,
+    }
+}
+
+/// What `open` opened, with TCP_NODELAY as read back from the sockets it opened to `port`.
+async fn opened<T, E>(
+    port: u16,
+    open: impl Future<Output = Result<T, E>>,
+) -> Result<(T, String), E> {
+    let before = lab::sockets_to(port);
+    let got = open.await?;
+    let new = lab::sockets_to(port).difference(&before).copied().collect();
+    Ok((got, lab::nodelay_of(&new)))
 }
 
 async fn fred(
@@ -128,33 +195,70 @@ async fn fred(
     callers: usize,
 ) -> Result<Vec<Subject>, fred::error::Error> {
     // fred's defaults: every command goes through the client's one routing task and connection
-    let client = Builder::from_config(login.fred_config(host, port)).build()?;
-    client.init().await?;
-    client.client_setname(conn_name("fred", "client")).await?;
+    let (client, nodelay) = fred_client(login, host, port, "client", None).await?;
+    let mut subs = vec![subject(
+        "fred",
+        "one client",
+        "client",
+        Caller::Fred(client),
+        nodelay,
+    )];
     // fred 10 cannot switch pipelining off; a client per caller, lent to one GET at a time, keeps
     // every caller's commands apart
     let pool = Builder::from_config(login.fred_config(host, port)).build_exclusive_pool(callers)?;
-    pool.init().await?;
+    let ((), nodelay) = opened(port, async { pool.init().await.map(drop) }).await?;
     for c in pool.clients() {
         c.lock()
             .await
             .client_setname(conn_name("fred", "pool"))
             .await?;
     }
-    Ok(vec![
-        Subject {
-            client: "fred",
-            mode: "one client",
-            tag: "client",
-            caller: Caller::Fred(client),
-        },
-        Subject {
-            client: "fred",
-            mode: "ExclusivePool",
-            tag: "pool",
-            caller: Caller::FredPool(pool),
-        },
-    ])
+    subs.push(subject(
+        "fred",
+        "ExclusivePool",
+        "pool",
+        Caller::FredPool(pool),
+        nodelay,
+    ));
+    Ok(subs)
+}
+
+/// One fred client, named for `tag`; `nodelay` Some sets TCP_NODELAY (None keeps the OS default).
+async fn fred_client(
+    login: &lab::Login,
+    host: &str,
+    port: u16,
+    tag: &str,
+    nodelay: Option<bool>,
+) -> Result<(fred::clients::Client, String), fred::error::Error> {
+    let mut builder = Builder::from_config(login.fred_config(host, port));
+    builder.with_connection_config(|c| {
+        c.tcp = TcpConfig {
+            nodelay,
+            ..Default::default()
+        }
+    });
+    let client = builder.build()?;
+    let ((), seen) = opened(port, async { client.init().await.map(drop) }).await?;
+    client.client_setname(conn_name("fred", tag)).await?;
+    Ok((client, seen))
+}
+
+/// fred's one client twice: with its default TCP settings and with TCP_NODELAY on.
+async fn fred_nodelay(
+    login: &lab::Login,
+    host: &str,
+    port: u16,
+) -> Result<Vec<Subject>, fred::error::Error> {
+    let mut subs = Vec::new();
+    for (tag, mode, on) in [
+        ("client", "one client", None),
+        ("client_nodelay", "one client, TCP_NODELAY on", Some(true)),
+    ] {
+        let (client, seen) = fred_client(login, host, port, tag, on).await?;
+        subs.push(subject("fred", mode, tag, Caller::Fred(client), seen));
+    }
+    Ok(subs)
 }
 // --8<-- [end:clients]
 
@@ -220,13 +324,21 @@ fn unlink(control: &mut redis::Connection, key: &str) {
 fn main() {
     let a = lab::Args::parse(
         EXAMPLE,
-        "auto [host] [port] [sampleMs] [repeat] [warmup] [callers] [rttMs] [valueBytes]",
+        "auto [host] [port] [sampleMs] [repeat] [warmup] [callers] [rttMs] [valueBytes] [nodelay: default|both]",
         150,
         2,
     );
     let counts = lab::ints(EXAMPLE, "callers", &a.extra_or(0, "1,4,16,64,256"));
     let rtt = a.extra_or(1, "0");
     let value_bytes = lab::int(EXAMPLE, "valueBytes", &a.extra_or(2, "16"), 1);
+    let both = match a.extra_or(3, "default").as_str() {
+        "default" => false,
+        "both" => true,
+        other => lab::stop(
+            2,
+            format!("{EXAMPLE}: nodelay is default or both, not '{other}'."),
+        ),
+    };
     let rtt_ms = match rtt.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => v,
         _ => lab::stop(
@@ -256,23 +368,31 @@ fn main() {
     }
 
     let max_callers = counts.iter().copied().max().unwrap_or(1);
-    let mut subs = rt
-        .block_on(redis_rs(&login, &a.host, a.port))
-        .unwrap_or_else(|e| {
-            lab::stop(
-                4,
-                format!("redis-rs cannot reach Redis at {}: {e}.", a.addr()),
-            )
-        });
-    subs.extend(
+    let rs = if both {
+        rt.block_on(redis_rs_nodelay(&login, &a.host, a.port))
+    } else {
+        rt.block_on(redis_rs(&login, &a.host, a.port))
+    };
+    let mut subs = rs.unwrap_or_else(|e| {
+        lab::stop(
+            4,
+            format!("redis-rs cannot reach Redis at {}: {e}.", a.addr()),
+        )
+    });
+    let fred = if both {
+        rt.block_on(fred_nodelay(&login, &a.host, a.port))
+    } else {
         rt.block_on(fred(&login, &a.host, a.port, max_callers))
-            .unwrap_or_else(|e| {
-                lab::stop(4, format!("fred cannot reach Redis at {}: {e}.", a.addr()))
-            }),
-    );
+    };
+    subs.extend(fred.unwrap_or_else(|e| {
+        lab::stop(4, format!("fred cannot reach Redis at {}: {e}.", a.addr()))
+    }));
     let mut r = lab::Report::new(&a);
     r.fact("worker_threads", workers);
     r.fact("value_bytes", value_bytes);
+    for s in &subs {
+        r.fact(&format!("{}_tcp_nodelay", s.slug()), s.nodelay.as_str());
+    }
     let listed: Vec<String> = counts.iter().map(usize::to_string).collect();
     r.header(&format!(
         "GETs of {value_bytes} bytes by {} callers, {} ms per sample, RTT {rtt} ms",

@@ -1,8 +1,9 @@
 //! Chapter 11, Rust: the cluster pipeline of redis-rs (its async ClusterConnection) and fred (a
 //! clustered Client) on chapter 5's Redis Cluster, seen in every master's INFO (masters by port).
 //! host and port name one master; REDIS_CLUSTER_URL, else REDIS_URL, gives user and password.
-//! redis-rs sends a pipeline whole to ONE node and refuses keys of different slots, so where it
-//! must pipeline across masters the caller splits it, a pipe per master. Scenarios:
+//! redis-rs's async connection sends a pipeline whole to ONE node and refuses keys of different
+//! slots, so where it must pipeline across masters the caller splits it, a pipe per master; its sync
+//! ClusterConnection's cluster_pipe() splits by node itself (seen once in split). Scenarios:
 //!   split: n SETs to pipelab:ch11:cluster:<i>, one by one and pipelined, in turns; facts on one
 //!     call of each client's own pipeline, and on redis-rs's .atomic() over every master.
 //!   errors: SET k1 v; INCR k2 (not a number); INCR k3; SET k4 v over three masters, or in one slot
@@ -22,6 +23,7 @@ use std::time::{Duration, Instant};
 use fred::clients::Pipeline;
 use fred::prelude::{Builder, Client, ClientLike, FredResult, KeysInterface, Value as FredValue};
 use pipelab_rust as lab;
+use pipelab_rust::masters::{discover, shares, since, snapshot, Master};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, Route, RoutingInfo};
 use redis::cluster_routing::{SingleNodeRoutingInfo, SlotAddr};
@@ -62,6 +64,18 @@ async fn rs_pipe(conn: &mut ClusterConnection, keys: &[String], v: &str) -> Repl
     pipe.query_async(conn).await
 }
 // --8<-- [end:redisrs-pipe]
+
+// --8<-- [start:redisrs-sync]
+/// The sync cluster connection's own pipeline: cluster_pipe() sends each node its commands and
+/// puts the replies back in the commands' order. It has no .atomic().
+fn rs_cluster_pipe(conn: &mut redis::cluster::ClusterConnection, keys: &[String]) -> Replies {
+    let mut pipe = redis::cluster::cluster_pipe();
+    for k in keys {
+        pipe.set(k, k);
+    }
+    pipe.query(conn)
+}
+// --8<-- [end:redisrs-sync]
 
 // --8<-- [start:redisrs-split]
 /// So the caller splits it: a pipe per master (routed by its first key's slot), all sent at once.
@@ -186,70 +200,6 @@ async fn fred(a: &lab::Args, login: &lab::Login) -> Client {
     client
 }
 
-/// A master: its port, its slot ranges and the lab's own connection to it.
-struct Master {
-    port: u16,
-    slots: Vec<(u16, u16)>,
-    conn: redis::Connection,
-}
-
-/// Reads CLUSTER NODES on the seed: the masters (failed ones left out), sorted by port, each with
-/// a connection of the lab's and checked to hold only lab keys.
-fn discover(host: &str, port: u16, login: &lab::Login) -> Vec<Master> {
-    let mut seed = lab::control(host, port, login);
-    let nodes: RedisResult<String> = redis::cmd("CLUSTER").arg("NODES").query(&mut seed);
-    let why = format!("{EXAMPLE}: pass a node of chapter 5's cluster; {host}:{port}");
-    let text = nodes.unwrap_or_else(|e| fail(2, &format!("{why} fails CLUSTER NODES"), &e));
-    let mut masters = Vec::new();
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 9 || !f[2].contains("master") || f[2].contains("fail") {
-            continue;
-        }
-        let addr = f[1].split('@').next().unwrap_or_default();
-        let Some((h, Ok(port))) = addr.rsplit_once(':').map(|(h, p)| (h, p.parse())) else {
-            continue;
-        };
-        let ranges = f[8..].iter().filter(|s| !s.starts_with('['));
-        let slots = ranges.filter_map(|s| {
-            let (lo, hi) = s.split_once('-').unwrap_or((s, s));
-            Some((lo.parse().ok()?, hi.parse().ok()?))
-        });
-        let (slots, mut conn) = (slots.collect(), lab::control(h, port, login));
-        lab::require_lab_only(&mut conn, &format!("{h}:{port}"));
-        masters.push(Master { port, slots, conn });
-    }
-    if masters.is_empty() {
-        lab::stop(2, format!("{why} names no master."));
-    }
-    masters.sort_by_key(|m| m.port);
-    masters
-}
-
-fn snapshot(ms: &mut [Master]) -> Vec<lab::Counters> {
-    ms.iter_mut().map(|m| lab::snapshot(&mut m.conn)).collect()
-}
-
-fn since(ms: &mut [Master], before: &[lab::Counters]) -> Vec<lab::Counters> {
-    let after = snapshot(ms);
-    after.iter().zip(before).map(|(a, b)| a.since(b)).collect()
-}
-
-/// The keys grouped by the master that owns their slot, one group per master that owns any.
-fn shares(ms: &[Master], keys: &[String]) -> Vec<Vec<String>> {
-    let mut groups = vec![Vec::new(); ms.len()];
-    for k in keys {
-        let slot = fred::util::redis_keyslot(k.as_bytes());
-        let owns = |m: &Master| m.slots.iter().any(|&(lo, hi)| (lo..=hi).contains(&slot));
-        match ms.iter().position(owns) {
-            Some(m) => groups[m].push(k.clone()),
-            None => lab::stop(1, format!("Slot {slot} has no master here.")),
-        }
-    }
-    groups.retain(|g| !g.is_empty());
-    groups
-}
-
 /// Keys <stem>:<i> on different masters: the first of each share, the second of the first.
 fn spread(ms: &[Master], stem: &str) -> [String; 4] {
     let g = shares(ms, &numbered(stem, 1_000));
@@ -317,6 +267,22 @@ async fn split(r: &mut lab::Report, a: &lab::Args, cl: &mut [Master], login: &la
     let got = rs_pipe(&mut rs, &keys, "w").await;
     r.fact("rs_pipeline_outcome", outcome(&got));
     node_facts(r, "rs", &since(cl, &before));
+    let client = redis::cluster::ClusterClient::new(vec![login.info(&a.host, a.port)]);
+    let sync = client.and_then(|c| c.get_connection());
+    let mut sync =
+        sync.unwrap_or_else(|e| fail(4, "redis-rs's sync cluster connection failed", &e));
+    let before = snapshot(cl);
+    let got = rs_cluster_pipe(&mut sync, &keys);
+    r.fact("rs_sync_pipeline_outcome", outcome(&got));
+    node_facts(r, "rs_sync", &since(cl, &before));
+    // each key holds its own name: are the replies in the commands' order?
+    let mut gets = redis::cluster::cluster_pipe();
+    for k in &keys {
+        gets.get(k);
+    }
+    let back: RedisResult<Vec<String>> = gets.query(&mut sync);
+    let kept = back.ok().map(|v| v == keys);
+    r.fact("rs_sync_order_kept", kept);
     let before = snapshot(cl);
     let got = fred_pipeline(&fred, &keys, "w").await.all::<()>().await;
     r.fact("fred_pipeline_outcome", outcome(&got));
@@ -582,7 +548,7 @@ async fn main() {
         _ => usage(),
     };
     let login = lab::login_from("REDIS_CLUSTER_URL");
-    let mut cl = discover(&a.host, a.port, &login);
+    let mut cl = discover(EXAMPLE, &a.host, a.port, &login);
     let mut r = lab::Report::new(&a);
     match (scenario, &victim) {
         ("split", _) => split(&mut r, &a, &mut cl, &login).await,

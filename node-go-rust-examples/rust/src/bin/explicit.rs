@@ -128,8 +128,8 @@ fn main() {
     let mut control = lab::control(&a.host, a.port, &login);
     lab::require_lab_only(&mut control, &a.addr());
     let info = login.info(&a.host, a.port);
-    // read from redis-rs's settings, not assumed: whether its socket sends small writes at once
-    let nodelay = info.tcp_settings().nodelay();
+    // read back from the socket redis-rs opens, not assumed: whether it sends small writes at once
+    let before = lab::sockets_to(a.port);
     let mut client = redis::Client::open(info)
         .and_then(|c| c.get_connection())
         .unwrap_or_else(|e| {
@@ -143,12 +143,16 @@ fn main() {
             )
         });
 
+    let opened = lab::sockets_to(a.port)
+        .difference(&before)
+        .copied()
+        .collect();
     let mut r = lab::Report::new(&a);
     r.header(&format!(
         "{} commands per sample, redis-rs's synchronous Connection",
         a.size
     ));
-    r.fact("tcp_nodelay", nodelay);
+    r.fact("tcp_nodelay", lab::nodelay_of(&opened));
     for work in &works {
         let mut samples = vec![Samples::default(); MODES.len()];
         for round in 0..a.warmup + a.repeat {
