@@ -296,25 +296,14 @@ const PARTIAL_REPLIES = 100; // replies that reach the client in the cut after t
 /** Bytes of the replies to the first `m` INCRs of a new counter: ":1\r\n" ... */
 const incrRepliesBytes = (m) => Array.from({ length: m }, (_, i) => `:${i + 1}\r\n`.length).reduce((a, b) => a + b, 0);
 
-/**
- * How each case cuts the replies: reset_peer swallows the first chunk and resets cutMs later, so no
- * reply arrives; limit_data lets the first PARTIAL_REPLIES replies through, then closes.
- */
-const cuts = {
-  ioredis_partial: () => ["limit_data", { bytes: incrRepliesBytes(PARTIAL_REPLIES) }],
-  default: (cutMs) => ["reset_peer", { timeout: cutMs }],
-};
-
 const DROP_WAIT_MS = 10_000; // for the drop to happen, and for Redis to close the dropped connection
 const SETTLE_WAIT_MS = 60_000; // for the caller's promise after the drop
 
 // --8<-- [start:drop]
 // Each client with its DEFAULT retry settings (ioredis: maxRetriesPerRequest 20,
 // autoResendUnfulfilledCommands true; node-redis: reconnects, fails what it had written, keeps the unwritten).
-// ioredis_partial is ioredis again, cut after its first replies have arrived.
 const dropClients = {
   ioredis: (c) => new Redis(lab.ioredisOptions(c, { maxRetriesPerRequest: undefined })),
-  ioredis_partial: (c) => new Redis(lab.ioredisOptions(c, { maxRetriesPerRequest: undefined })),
   ioredis_auto: (c) =>
     new Redis(lab.ioredisOptions(c, { maxRetriesPerRequest: undefined, enableAutoPipelining: true })),
   noderedis_all: (c) => {
@@ -330,11 +319,20 @@ const dropSends = {
     for (let i = 0; i < n; i++) pipeline.incr(key);
     return (await pipeline.exec()).map(([err, value]) => err || value);
   },
-  ioredis_partial: (client, key, n) => dropSends.ioredis(client, key, n),
   ioredis_auto: (client, key, n) => settledAll(Array.from({ length: n }, () => client.incr(key))),
   noderedis_all: (client, key, n) => settledAll(Array.from({ length: n }, () => client.incr(key))),
 };
 // --8<-- [end:drop]
+
+/** The cut on the replies: reset_peer swallows the first chunk and resets `cutMs` later, so no reply arrives. */
+const resetCut = (cutMs) => ["reset_peer", { timeout: cutMs }];
+/** limit_data lets the first PARTIAL_REPLIES replies through, then closes the connection. */
+const partialCut = () => ["limit_data", { bytes: incrRepliesBytes(PARTIAL_REPLIES) }];
+// Every client under the reset, then ioredis again cut after its first replies (ioredis_partial).
+const dropCases = [
+  ...Object.keys(dropSends).map((slug) => ({ slug, client: slug, cut: resetCut })),
+  { slug: "ioredis_partial", client: "ioredis", cut: partialCut },
+];
 
 const settledAll = async (promises) =>
   (await Promise.allSettled(promises)).map((s) => (s.status === "fulfilled" ? s.value : s.reason));
@@ -371,22 +369,22 @@ function dropSignal(slug, client) {
   });
 }
 
-async function dropCase(slug, p, c, report, control, toxics) {
+async function dropCase({ slug, client: who, cut }, p, c, report, control, toxics) {
   const key = lab.key("ch04", "node", "drop", slug);
   await control.del(key);
   const before = await totalConnections(control);
-  const client = dropClients[slug](c);
+  const client = dropClients[who](c);
   client.on("error", () => {}); // reconnects report here; the outcome is what the caller gets
   let result;
   let waited;
   try {
     await client.connect();
-    const id = slug.startsWith("ioredis") ? await client.client("ID") : await client.clientId();
-    const dropped = dropSignal(slug, client);
+    const id = who.startsWith("ioredis") ? await client.client("ID") : await client.clientId();
+    const dropped = dropSignal(who, client);
     // Connected first: the toxics act on the pipeline only (as PartialPipeline.java).
-    await toxics.addDrop(p.n * incrBytes(key), 4 * p.cutMs, (cuts[slug] ?? cuts.default)(p.cutMs));
+    await toxics.addDrop(p.n * incrBytes(key), 4 * p.cutMs, cut(p.cutMs));
     const t0 = performance.now();
-    const sent = dropSends[slug](client, key, p.n);
+    const sent = dropSends[who](client, key, p.n);
     const noticed = await lab.within(dropped, DROP_WAIT_MS);
     await toxics.removeDrop();
     if (noticed === lab.LATE) {
@@ -406,16 +404,16 @@ async function dropCase(slug, p, c, report, control, toxics) {
         : firstError
           ? lab.errorText(firstError)
           : `returned ${ok} replies`;
-    report.fact(`${slug}_retry_setting`, retrySetting(slug, client));
+    report.fact(`${slug}_retry_setting`, retrySetting(who, client));
     report.fact(`${slug}_drop_outcome`, outcome);
     report.fact(`${slug}_drop_applied`, await counter(control, key));
     report.fact(`${slug}_drop_replies_ok`, ok);
     report.fact(`${slug}_drop_replies_failed`, failed);
     report.fact(`${slug}_drop_connections`, (await totalConnections(control)) - before);
     report.fact(`${slug}_drop_ms`, Math.round(waited * 10) / 10);
-    if (cuts[slug]) report.fact(`${slug}_replies_let_through`, PARTIAL_REPLIES);
+    if (cut === partialCut) report.fact(`${slug}_replies_let_through`, PARTIAL_REPLIES);
   } finally {
-    if (slug.startsWith("ioredis")) client.disconnect();
+    if (who.startsWith("ioredis")) client.disconnect();
     else if (client.isOpen) client.destroy();
   }
 }
@@ -426,7 +424,7 @@ async function dropMode(s, c, report, control, p) {
   report.fact("drop_cut_ms", p.cutMs);
   report.header(`${p.n} INCRs per pipeline through toxiproxy '${p.proxy}', cut ${p.cutMs} ms after the first reply`);
   try {
-    for (const slug of Object.keys(dropSends)) await dropCase(slug, p, c, report, control, toxics);
+    for (const drop of dropCases) await dropCase(drop, p, c, report, control, toxics);
     report.fact("drop_bandwidth_kb_s", toxics.rate);
   } finally {
     await toxics.removeOurs().catch(() => {});

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 pub mod masters;
 pub mod sockets;
-pub use sockets::{nodelay_of, sockets_to};
+pub use sockets::{nodelay_since, sockets_to};
 
 use redis::IntoConnectionInfo;
 use serde_json::{json, Map, Value};

@@ -35,9 +35,13 @@ fn peer_port(fd: i32) -> Option<u16> {
     }
 }
 
-/// TCP_NODELAY as the kernel has it on these sockets (getsockopt): "on", "off", "mixed", or
-/// "no socket" when none was opened.
-pub fn nodelay_of(fds: &BTreeSet<i32>) -> String {
+/// TCP_NODELAY as the kernel has it (getsockopt) on the sockets to `port` opened since `before`
+/// (sockets_to's answer then): "on", "off", "mixed", or "no socket" when none was opened.
+pub fn nodelay_since(port: u16, before: &BTreeSet<i32>) -> String {
+    nodelay_of(&sockets_to(port).difference(before).copied().collect())
+}
+
+fn nodelay_of(fds: &BTreeSet<i32>) -> String {
     let each: BTreeSet<bool> = fds
         .iter()
         .filter_map(|&fd| {

@@ -184,8 +184,7 @@ async fn opened<T, E>(
 ) -> Result<(T, String), E> {
     let before = lab::sockets_to(port);
     let got = open.await?;
-    let new = lab::sockets_to(port).difference(&before).copied().collect();
-    Ok((got, lab::nodelay_of(&new)))
+    Ok((got, lab::nodelay_since(port, &before)))
 }
 
 async fn fred(

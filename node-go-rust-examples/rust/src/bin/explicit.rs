@@ -143,16 +143,13 @@ fn main() {
             )
         });
 
-    let opened = lab::sockets_to(a.port)
-        .difference(&before)
-        .copied()
-        .collect();
+    let nodelay = lab::nodelay_since(a.port, &before);
     let mut r = lab::Report::new(&a);
     r.header(&format!(
         "{} commands per sample, redis-rs's synchronous Connection",
         a.size
     ));
-    r.fact("tcp_nodelay", lab::nodelay_of(&opened));
+    r.fact("tcp_nodelay", nodelay);
     for work in &works {
         let mut samples = vec![Samples::default(); MODES.len()];
         for round in 0..a.warmup + a.repeat {
